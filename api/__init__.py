@@ -1,0 +1,1 @@
+"""The faces: the in-process Memory, the HTTP/GraphQL app, the CLI."""

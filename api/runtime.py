@@ -1,0 +1,55 @@
+"""Process-wide wiring: one driver, one embedder, a migrated schema — built from the environment.
+
+This is the composition root the faces share (api → graph, extraction → schema); nothing
+below `api` reads the environment for service settings.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from neo4j import Driver
+
+from extraction.embeddings import DEFAULT_MODEL, Embedder, shared_embedder
+from graph.connection import Neo4jSettings, ServerInfo, open_driver, server_info
+from schema.migrate import migrate
+
+
+@dataclass
+class Runtime:
+    settings: Neo4jSettings
+    driver: Driver
+    embedder: Embedder
+    schema_version: int
+    _info: ServerInfo | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_env(cls) -> Runtime:
+        settings = Neo4jSettings.from_env()
+        model = os.environ.get("PALIMPSEST_EMBEDDING_MODEL", DEFAULT_MODEL)
+        embedder = shared_embedder(model)
+        driver = open_driver(settings)
+        try:
+            version = migrate(driver, embedding_dimension=embedder.dimension,
+                              embedding_model=embedder.model_name, database=settings.database)
+        except Exception:
+            driver.close()
+            raise
+        return cls(settings, driver, embedder, version)
+
+    def info(self) -> ServerInfo:
+        if self._info is None:
+            self._info = server_info(self.driver, self.settings.database)
+        return self._info
+
+    def close(self) -> None:
+        self.driver.close()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

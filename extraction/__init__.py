@@ -1,0 +1,1 @@
+"""Everything that turns text into structure: embeddings, contradiction detectors, extractors."""

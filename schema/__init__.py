@@ -1,0 +1,1 @@
+"""Pydantic models, typed errors, limits and the Neo4j schema migrations."""

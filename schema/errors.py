@@ -1,0 +1,51 @@
+"""Typed errors with stable codes, shared by every face (Python, GraphQL, CLI, MCP).
+
+A caller — often another program — needs to know *what* was wrong and *which field*, not a
+stack trace; the code is stable so clients can branch on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class PalimpsestError(Exception):
+    code = "INTERNAL"
+
+    def __init__(self, message: str, *, field: str | None = None, limit: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.limit = limit
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.field is not None:
+            out["field"] = self.field
+        if self.limit is not None:
+            out["limit"] = self.limit
+        return out
+
+
+class BadInputError(PalimpsestError, ValueError):
+    code = "BAD_INPUT"
+
+
+class LimitExceededError(BadInputError):
+    code = "LIMIT_EXCEEDED"
+
+
+class NotFoundError(PalimpsestError, LookupError):
+    code = "NOT_FOUND"
+
+
+class ConflictError(PalimpsestError):
+    code = "CONFLICT"
+
+
+class SchemaMismatchError(PalimpsestError):
+    code = "SCHEMA_MISMATCH"
+
+
+class UnavailableError(PalimpsestError):
+    code = "UNAVAILABLE"

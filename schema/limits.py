@@ -1,0 +1,21 @@
+"""Every size, depth and batch bound in one place, so faces and docs quote the same numbers."""
+
+from __future__ import annotations
+
+import re
+
+MAX_CONTENT_CHARS = 8_000
+MAX_SOURCE_CHARS = 512
+MAX_CLAIM_KEY_CHARS = 256
+MAX_IDEMPOTENCY_KEY_CHARS = 128
+MAX_METADATA_BYTES = 16_384
+MAX_BATCH_ITEMS = 1_000
+MAX_QUERY_CHARS = 2_000
+MAX_REASON_CHARS = 1_000
+MAX_TAU_SECONDS = 100 * 365 * 24 * 3600.0
+MAX_K_CEILING = 200
+MAX_CANDIDATES = 5_000
+MAX_HISTORY = 1_000
+
+NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+POLICY_VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")

@@ -1,0 +1,292 @@
+"""The shapes of Palimpsest's data: what callers send, what the store keeps, what recall returns.
+
+Models are Pydantic so every face validates the same way and the GraphQL types can be derived
+from them. Timestamps are timezone-aware UTC; naive inputs are refused rather than guessed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from schema import limits
+
+ClaimStatus = Literal["current", "superseded", "retracted"]
+
+
+def utc(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("timestamp must carry a timezone (e.g. 2026-01-31T12:00:00Z)")
+    return value.astimezone(UTC)
+
+
+def iso(value: datetime | None) -> str | None:
+    return None if value is None else value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+class ClaimInput(BaseModel):
+    """One claim an agent writes. `tau` is its freshness half-life-like time constant in seconds."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    content: str = Field(min_length=1, max_length=limits.MAX_CONTENT_CHARS)
+    source: str = Field(min_length=1, max_length=limits.MAX_SOURCE_CHARS)
+    claim_key: str | None = Field(default=None, min_length=1, max_length=limits.MAX_CLAIM_KEY_CHARS)
+    tau: float | None = Field(default=None, gt=0, le=limits.MAX_TAU_SECONDS, allow_inf_nan=False)
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    idempotency_key: str | None = Field(
+        default=None, min_length=1, max_length=limits.MAX_IDEMPOTENCY_KEY_CHARS
+    )
+
+    @field_validator("valid_from", "valid_to")
+    @classmethod
+    def _aware(cls, v: datetime | None) -> datetime | None:
+        return None if v is None else utc(v)
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_size(cls, v: dict[str, Any]) -> dict[str, Any]:
+        try:
+            encoded = json.dumps(v, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"metadata must be JSON-serialisable: {exc}") from exc
+        if len(encoded.encode()) > limits.MAX_METADATA_BYTES:
+            raise ValueError(f"metadata must be at most {limits.MAX_METADATA_BYTES} bytes as JSON")
+        return v
+
+    @model_validator(mode="after")
+    def _window(self) -> ClaimInput:
+        if self.valid_from and self.valid_to and self.valid_to <= self.valid_from:
+            raise ValueError("valid_to must be after valid_from")
+        return self
+
+
+class ContradictionSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    detectors: tuple[Literal["nli", "heuristic", "llm"], ...] = ("heuristic",)
+    nli_model: str = "cross-encoder/nli-MiniLM2-L6-H768"
+    nli_threshold: float = Field(default=0.7, ge=0, le=1)
+    heuristic_threshold: float = Field(default=0.6, ge=0, le=1)
+    llm_model: str | None = None
+    llm_threshold: float = Field(default=0.7, ge=0, le=1)
+    neighbour_similarity: float = Field(default=0.55, ge=0, le=1)
+    max_pairs_per_claim: int = Field(default=10, ge=1, le=100)
+
+
+class Policy(BaseModel):
+    """A versioned, immutable set of recall knobs; packets name the version they used."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: str = Field(min_length=1, max_length=64, pattern=limits.POLICY_VERSION_RE.pattern)
+    k: int = Field(default=8, ge=1, le=limits.MAX_K_CEILING)
+    max_k: int = Field(default=50, ge=1, le=limits.MAX_K_CEILING)
+    d: int = Field(default=16, ge=0, le=1000)
+    c: int = Field(default=3, ge=0, le=100)
+    b: int = Field(default=5, ge=0, le=100)
+    default_tau: float = Field(default=30 * 24 * 3600.0, gt=0, le=limits.MAX_TAU_SECONDS)
+    oversampling: int = Field(default=4, ge=1, le=50)
+    rrf_k: int = Field(default=60, ge=1, le=1000)
+    vector_weight: float = Field(default=1.0, ge=0, le=10)
+    text_weight: float = Field(default=1.0, ge=0, le=10)
+    graph_expansion: Literal["none", "ppr"] = "none"
+    embedding_model: str = "all-MiniLM-L6-v2"
+    contradiction: ContradictionSettings = Field(default_factory=ContradictionSettings)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Policy:
+        if self.k > self.max_k:
+            raise ValueError("k must not exceed max_k")
+        if self.vector_weight == 0 and self.text_weight == 0:
+            raise ValueError("at least one of vector_weight and text_weight must be positive")
+        return self
+
+    def content_hash(self) -> str:
+        """Identity of the knobs, so re-registering a version with other content is caught."""
+        payload = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+
+DEFAULT_POLICY = Policy(version="default-v1")
+
+
+class Claim(BaseModel):
+    """A stored claim as the store knows it now (status is the current status)."""
+
+    id: str
+    namespace: str
+    content: str
+    source: str
+    claim_key: str | None
+    tau: float
+    metadata: dict[str, Any]
+    recorded_at: str
+    revision: int
+    valid_from: str | None
+    valid_to: str | None
+    status: ClaimStatus
+    superseded_at_revision: int | None = None
+    retracted_at_revision: int | None = None
+    retraction_reason: str | None = None
+
+
+class IngestItemResult(BaseModel):
+    index: int
+    ok: bool
+    id: str | None = None
+    revision: int | None = None
+    supersedes: str | None = None
+    duplicate: bool = False
+    error: dict[str, Any] | None = None
+
+
+class IngestResult(BaseModel):
+    revision: int
+    items: list[IngestItemResult]
+
+    @property
+    def ids(self) -> list[str | None]:
+        return [i.id for i in self.items]
+
+
+class RetractResult(BaseModel):
+    id: str
+    revision: int
+    restored: str | None = None
+
+
+class HistoryEvent(BaseModel):
+    kind: Literal["recorded", "superseded", "retracted", "restored"]
+    revision: int
+    at: str
+    by: str | None = None
+    reason: str | None = None
+
+
+class HistoryEntry(BaseModel):
+    claim: Claim
+    events: list[HistoryEvent]
+
+
+class Freshness(BaseModel):
+    age_seconds: float
+    tau_seconds: float
+    decay: float
+    status: ClaimStatus
+    superseded: bool
+    retracted: bool
+
+
+class PacketItem(BaseModel):
+    id: str
+    content: str
+    source: str
+    claim_key: str | None
+    metadata: dict[str, Any]
+    revision: int
+    recorded_at: str
+    valid_from: str | None
+    valid_to: str | None
+    rank: int
+    score: float
+    relevance: float
+    vector_similarity: float | None
+    lexical_score: float | None
+    freshness: Freshness
+
+
+class ClaimRef(BaseModel):
+    id: str
+    content: str
+    source: str
+    claim_key: str | None
+
+
+class PacketContradiction(BaseModel):
+    item_id: str
+    other: ClaimRef
+    score: float
+    method: str
+    revision: int
+    other_in_packet: bool
+
+
+class PacketEdge(BaseModel):
+    kind: Literal["supersedes", "shared_source", "shared_entity", "contradicts"]
+    source_id: str
+    target_id: str
+    detail: str | None = None
+
+
+class Belief(BaseModel):
+    id: str
+    subject: str
+    predicate: str
+    object: str
+    confidence: float
+    supported_by: list[str]
+
+
+class Completeness(BaseModel):
+    """Each flag is True when a cap cut something off, so the caller knows the packet is partial."""
+
+    items_truncated: bool = False
+    edges_truncated: bool = False
+    contradictions_truncated: bool = False
+    beliefs_truncated: bool = False
+    candidates_exhausted: bool = False
+
+
+class HiddenCounts(BaseModel):
+    """Candidates the visibility filter removed, by reason: proof that the filter worked."""
+
+    superseded: int = 0
+    retracted: int = 0
+    not_yet_valid: int = 0
+    expired: int = 0
+    recorded_later: int = 0
+
+
+class ContextPacket(BaseModel):
+    namespace: str
+    query: str
+    policy_version: str
+    k: int
+    store_revision: int
+    as_of_revision: int | None
+    valid_at: str | None
+    reference_time: str | None
+    projections_seq: int
+    items: list[PacketItem]
+    contradictions: list[PacketContradiction]
+    edges: list[PacketEdge]
+    beliefs: list[Belief]
+    completeness: Completeness
+    hidden: HiddenCounts
+    served_at: str
+    fingerprint: str
+
+    def canonical_json(self) -> str:
+        body = self.model_dump(mode="json", exclude={"served_at", "fingerprint"})
+        return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    def compute_fingerprint(self) -> str:
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+
+
+class StoreStats(BaseModel):
+    namespace: str
+    revision: int
+    projections_seq: int
+    claims_by_status: dict[str, int]
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)

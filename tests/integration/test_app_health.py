@@ -1,0 +1,36 @@
+"""`make run`'s promise: /health reports the Neo4j and GDS versions and the embedding model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from neo4j import Driver
+
+from api.app import create_app
+from api.runtime import Runtime
+from graph.connection import Neo4jSettings
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def client(driver: Driver, embedder: Any, neo4j: Any) -> Any:
+    rt = Runtime(Neo4jSettings(uri=neo4j.uri), driver, embedder, schema_version=4)
+    with TestClient(create_app(rt)) as c:
+        yield c
+
+
+def test_health_reports_versions_and_model(client: TestClient) -> None:
+    body = client.get("/health").json()
+    assert body["status"] == "ok"
+    assert body["neo4j"]["version"].startswith("5.26")
+    assert body["gds"]["version"].startswith("2.13")
+    assert body["embedding"] == {"model": "all-MiniLM-L6-v2", "dimension": 384}
+
+
+def test_graphql_service_query(client: TestClient) -> None:
+    resp = client.post("/graphql", json={"query": "{ service { neo4jVersion gdsVersion embeddingModel } }"})
+    data = resp.json()["data"]["service"]
+    assert data["gdsVersion"].startswith("2.13") and data["embeddingModel"] == "all-MiniLM-L6-v2"

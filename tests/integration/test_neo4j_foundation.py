@@ -1,0 +1,107 @@
+"""The acceptance checks of the foundation: GDS, vector and fulltext indexes, Browser, migrations."""
+
+from __future__ import annotations
+
+import urllib.request
+
+import pytest
+from neo4j import Driver
+
+from schema.errors import SchemaMismatchError
+from schema.migrate import load_migrations, migrate, schema_meta
+from tests.conftest import Neo4jHandle
+
+pytestmark = pytest.mark.integration
+
+
+def test_gds_version_answers(driver: Driver) -> None:
+    records, _, _ = driver.execute_query("RETURN gds.version() AS v")
+    assert records[0]["v"].startswith("2.13")
+
+
+def test_pagerank_runs_on_a_projection(driver: Driver, namespace: str) -> None:
+    driver.execute_query(
+        "UNWIND range(0, 4) AS i CREATE (:Entity {id: $ns + '-' + i, namespace: $ns, name: 'e' + i})",
+        ns=namespace,
+    )
+    # A star: everything points at e0, so e0 must rank first.
+    driver.execute_query(
+        "MATCH (hub:Entity {namespace: $ns, name: 'e0'}), (o:Entity {namespace: $ns}) "
+        "WHERE o <> hub CREATE (o)-[:RELATED {weight: 1.0}]->(hub)", ns=namespace,
+    )
+    graph_name = f"pr-{namespace}"
+    driver.execute_query(
+        "MATCH (s:Entity {namespace: $ns}) OPTIONAL MATCH (s)-[r:RELATED]->(t:Entity {namespace: $ns}) "
+        "WITH gds.graph.project($g, s, t, {relationshipProperties: r {.weight}}) AS g RETURN g.graphName",
+        ns=namespace, g=graph_name,
+    )
+    try:
+        records, _, _ = driver.execute_query(
+            "CALL gds.pageRank.stream($g, {relationshipWeightProperty: 'weight'}) "
+            "YIELD nodeId, score RETURN gds.util.asNode(nodeId).name AS name, score "
+            "ORDER BY score DESC, name", g=graph_name,
+        )
+    finally:
+        driver.execute_query("CALL gds.graph.drop($g, false) YIELD graphName RETURN graphName", g=graph_name)
+    assert records[0]["name"] == "e0"
+    assert records[0]["score"] > records[1]["score"]
+
+
+def test_vector_index_online_and_returns_nearest(driver: Driver, namespace: str, embedder: object) -> None:
+    records, _, _ = driver.execute_query(
+        "SHOW VECTOR INDEXES YIELD name, state, options WHERE name = 'claim_embedding' RETURN state, options"
+    )
+    assert records and records[0]["state"] == "ONLINE"
+    assert records[0]["options"]["indexConfig"]["vector.dimensions"] == 384
+    texts = ["The database server is down", "Bananas are yellow fruit", "Payroll runs on Fridays"]
+    vectors = embedder.embed(texts)  # type: ignore[attr-defined]
+    driver.execute_query(
+        "UNWIND $rows AS row CREATE (c:Claim {id: row.id, namespace: $ns, content: row.text, status: 'current'}) "
+        "WITH c, row CALL db.create.setNodeVectorProperty(c, 'embedding', row.vec)",
+        rows=[{"id": f"{namespace}-{i}", "text": t, "vec": v}
+              for i, (t, v) in enumerate(zip(texts, vectors, strict=True))],
+        ns=namespace,
+    )
+    driver.execute_query("CALL db.awaitIndexes(60)")
+    query = embedder.embed_query("which fruit is yellow?")  # type: ignore[attr-defined]
+    found, _, _ = driver.execute_query(
+        "CALL db.index.vector.queryNodes('claim_embedding', 50, $q) YIELD node, score "
+        "WHERE node.namespace = $ns RETURN node.content AS content, score ORDER BY score DESC LIMIT 1",
+        q=query, ns=namespace,
+    )
+    assert found[0]["content"] == "Bananas are yellow fruit"
+
+
+def test_fulltext_index_finds_content(driver: Driver, namespace: str) -> None:
+    driver.execute_query(
+        "CREATE (:Claim {id: $ns + '-ft', namespace: $ns, content: 'quarterly revenue grew in Lisbon'})", ns=namespace
+    )
+    driver.execute_query("CALL db.awaitIndexes(60)")
+    records, _, _ = driver.execute_query(
+        "CALL db.index.fulltext.queryNodes('claim_content', 'lisbon') YIELD node WHERE node.namespace = $ns "
+        "RETURN node.id AS id", ns=namespace,
+    )
+    assert [r["id"] for r in records] == [f"{namespace}-ft"]
+
+
+def test_browser_is_served(neo4j: Neo4jHandle) -> None:
+    assert neo4j.http_url, "set NEO4J_HTTP_URL next to NEO4J_URI so the Browser can be checked"
+    with urllib.request.urlopen(f"{neo4j.http_url}/browser/", timeout=10) as resp:
+        body = resp.read().decode()
+    assert resp.status == 200 and "Neo4j Browser" in body
+
+
+def test_migrations_are_idempotent_and_recorded(driver: Driver, embedder: object) -> None:
+    dim = embedder.dimension  # type: ignore[attr-defined]
+    first = migrate(driver, embedding_dimension=dim, embedding_model="all-MiniLM-L6-v2")
+    second = migrate(driver, embedding_dimension=dim, embedding_model="all-MiniLM-L6-v2")
+    assert first == second == max(m.version for m in load_migrations(dim))
+    records, _, _ = driver.execute_query("MATCH (m:SchemaMigration) RETURN count(m) AS n, max(m.version) AS v")
+    assert records[0]["n"] == len(load_migrations(dim)) and records[0]["v"] == first
+    meta = schema_meta(driver)
+    assert meta is not None and meta["embedding_dimension"] == dim
+
+
+def test_migrate_refuses_other_dimension(driver: Driver) -> None:
+    with pytest.raises(SchemaMismatchError, match="768"):
+        migrate(driver, embedding_dimension=768, embedding_model="some-768-model")
