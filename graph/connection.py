@@ -29,7 +29,8 @@ class Neo4jSettings:
 
 def open_driver(settings: Neo4jSettings) -> Driver:
     auth = (settings.user, settings.password) if settings.password else None
-    driver = GraphDatabase.driver(settings.uri, auth=auth, max_connection_pool_size=50)
+    driver = GraphDatabase.driver(settings.uri, auth=auth, max_connection_pool_size=50,
+                                  notifications_min_severity="OFF")
     driver.verify_connectivity()
     return driver
 

@@ -200,6 +200,7 @@ class PacketItem(BaseModel):
     vector_similarity: float | None
     lexical_score: float | None
     freshness: Freshness
+    supersedes: str | None = None
 
 
 class ClaimRef(BaseModel):
@@ -251,16 +252,17 @@ class HiddenCounts(BaseModel):
     retracted: int = 0
     not_yet_valid: int = 0
     expired: int = 0
-    recorded_later: int = 0
 
 
 class ContextPacket(BaseModel):
+    """What recall returns. `store_revision` is the revision the packet reflects: a recall now at
+    revision R and an as-of recall at R later are the same packet, with the same fingerprint."""
+
     namespace: str
     query: str
     policy_version: str
     k: int
     store_revision: int
-    as_of_revision: int | None
     valid_at: str | None
     reference_time: str | None
     projections_seq: int

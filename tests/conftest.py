@@ -102,7 +102,7 @@ def driver(neo4j: Neo4jHandle, embedder: Any) -> Iterator[Driver]:
 
     from schema.migrate import migrate
 
-    drv = GraphDatabase.driver(neo4j.uri, auth=neo4j.auth)
+    drv = GraphDatabase.driver(neo4j.uri, auth=neo4j.auth, notifications_min_severity="OFF")
     migrate(drv, embedding_dimension=embedder.dimension, embedding_model=embedder.model_name)
     yield drv
     drv.close()
@@ -136,3 +136,20 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             f"integration tests ran against Neo4j {_HANDLE.version} with GDS {_HANDLE.gds} "
             f"at {_HANDLE.uri} (via {_HANDLE.how})"
         )
+
+
+@pytest.fixture(scope="session")
+def runtime(driver: Driver, embedder: Any, neo4j: Neo4jHandle) -> Any:
+    from api.runtime import Runtime
+    from graph.connection import Neo4jSettings
+    from schema.migrate import schema_meta
+
+    meta = schema_meta(driver) or {}
+    return Runtime(Neo4jSettings(uri=neo4j.uri), driver, embedder, int(meta.get("version", 0)))
+
+
+@pytest.fixture
+def memory(runtime: Any, namespace: str) -> Any:
+    from api.memory import Memory
+
+    return Memory(runtime, namespace)

@@ -1,0 +1,221 @@
+"""`Memory`: the in-process face. Validates, embeds (extraction), writes and recalls (graph).
+
+Every other face — GraphQL, CLI, MCP — calls these same methods, so there is exactly one
+implementation of each operation. Validation happens here, before anything touches Neo4j: a bad
+item in a batch gets its own typed error and the rest of the batch still lands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+from pydantic import ValidationError
+
+from api.runtime import Runtime
+from graph import history as history_q
+from graph import packet_log, policies, store
+from graph.recall import RecallRequest
+from graph.recall import recall as recall_q
+from schema import limits
+from schema.errors import BadInputError, LimitExceededError, PalimpsestError
+from schema.models import (
+    DEFAULT_POLICY,
+    Claim,
+    ClaimInput,
+    ContextPacket,
+    HistoryEntry,
+    IngestItemResult,
+    IngestResult,
+    Policy,
+    RetractResult,
+    StoreStats,
+    utc,
+)
+
+_LIMIT_CTX = ("max_length", "min_length", "gt", "ge", "lt", "le")
+
+
+def bad_input_from(exc: ValidationError, prefix: str = "") -> BadInputError:
+    """The first pydantic error as our typed error: which field, what limit, in plain words."""
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err["loc"]) or "input"
+    ctx = err.get("ctx") or {}
+    limit = next((ctx[key] for key in _LIMIT_CTX if key in ctx), None)
+    message = f"{prefix}{field}: {err['msg']}"
+    cls = LimitExceededError if err["type"] in {"string_too_long", "too_long"} else BadInputError
+    return cls(message, field=field, limit=limit if isinstance(limit, int | float | str) else None)
+
+
+def validate_namespace(namespace: str) -> str:
+    if not isinstance(namespace, str) or not limits.NAMESPACE_RE.match(namespace):
+        raise BadInputError("namespace must be 1-64 characters of letters, digits, '_', '.', '-'",
+                            field="namespace")
+    return namespace
+
+
+def to_claim_input(item: ClaimInput | Mapping[str, Any]) -> ClaimInput:
+    if isinstance(item, ClaimInput):
+        return item
+    try:
+        return ClaimInput.model_validate(dict(item))
+    except ValidationError as exc:
+        raise bad_input_from(exc) from None
+
+
+@dataclass
+class ReplayResult:
+    packet: ContextPacket
+    recomputed_fingerprint: str
+    matches: bool
+
+
+class Memory:
+    """One namespace's memory. Cheap to create; share the Runtime between many."""
+
+    def __init__(self, runtime: Runtime, namespace: str = "default", *, log_packets: bool = False) -> None:
+        self.rt = runtime
+        self.namespace = validate_namespace(namespace)
+        self.log_packets = log_packets
+        self._owns_runtime = False
+
+    @classmethod
+    def from_env(cls, namespace: str = "default", *, log_packets: bool = False) -> Memory:
+        mem = cls(Runtime.from_env(), namespace, log_packets=log_packets)
+        mem._owns_runtime = True
+        return mem
+
+    @property
+    def _db(self) -> str | None:
+        return self.rt.settings.database
+
+    # ---- writes -------------------------------------------------------------------------
+    def ingest(self, content: str, source: str, *, claim_key: str | None = None, tau: float | None = None,
+               valid_from: datetime | str | None = None, valid_to: datetime | str | None = None,
+               metadata: dict[str, Any] | None = None, idempotency_key: str | None = None) -> IngestItemResult:
+        raw = {"content": content, "source": source, "claim_key": claim_key, "tau": tau,
+               "valid_from": valid_from, "valid_to": valid_to, "metadata": metadata or {},
+               "idempotency_key": idempotency_key}
+        claim = to_claim_input(raw)
+        result = self.ingest_many([claim]).items[0]
+        if not result.ok:  # pragma: no cover - validation already raised above
+            raise BadInputError(str(result.error))
+        return result
+
+    def ingest_many(self, items: Sequence[ClaimInput | Mapping[str, Any]]) -> IngestResult:
+        if len(items) > limits.MAX_BATCH_ITEMS:
+            raise LimitExceededError(f"a batch holds at most {limits.MAX_BATCH_ITEMS} items, got {len(items)}",
+                                     field="items", limit=limits.MAX_BATCH_ITEMS)
+        failed: dict[int, IngestItemResult] = {}
+        valid: list[tuple[int, ClaimInput]] = []
+        for index, item in enumerate(items):
+            try:
+                valid.append((index, to_claim_input(item)))
+            except PalimpsestError as exc:
+                failed[index] = IngestItemResult(index=index, ok=False, error=exc.to_dict())
+        vectors = self.rt.embedder.embed([c.content for _, c in valid])
+        prepared = [store.PreparedClaim(index=i, claim=c, embedding=v)
+                    for (i, c), v in zip(valid, vectors, strict=True)]
+        written = store.write_claims(self.rt.driver, self.namespace, prepared, self._db)
+        results = {r.index: r for r in written} | failed
+        revision = max((r.revision or 0 for r in written), default=0)
+        if not written:
+            revision = self._revision_or_zero()
+        return IngestResult(revision=revision, items=[results[i] for i in sorted(results)])
+
+    def retract(self, claim_id: str, reason: str) -> RetractResult:
+        if not isinstance(reason, str) or not reason.strip():
+            raise BadInputError("reason must not be empty", field="reason")
+        if len(reason) > limits.MAX_REASON_CHARS:
+            raise LimitExceededError(f"reason must be at most {limits.MAX_REASON_CHARS} characters",
+                                     field="reason", limit=limits.MAX_REASON_CHARS)
+        return store.retract(self.rt.driver, self.namespace, claim_id, reason.strip(), self._db)
+
+    def register_policy(self, policy: Policy | Mapping[str, Any]) -> Policy:
+        if not isinstance(policy, Policy):
+            try:
+                policy = Policy.model_validate(dict(policy))
+            except ValidationError as exc:
+                raise bad_input_from(exc) from None
+        return policies.register_policy(self.rt.driver, self.namespace, policy, self._db)
+
+    # ---- reads --------------------------------------------------------------------------
+    def policy(self, version: str | None = None) -> Policy:
+        return policies.get_policy(self.rt.driver, self.namespace, version, self._db)
+
+    def policies(self) -> list[Policy]:
+        return policies.list_policies(self.rt.driver, self.namespace, self._db)
+
+    def claim(self, claim_id: str) -> Claim:
+        return store.get_claim(self.rt.driver, self.namespace, claim_id, DEFAULT_POLICY.default_tau, self._db)
+
+    def history(self, claim_key: str) -> list[HistoryEntry]:
+        if not claim_key or len(claim_key) > limits.MAX_CLAIM_KEY_CHARS:
+            raise BadInputError(f"claim_key must be 1-{limits.MAX_CLAIM_KEY_CHARS} characters", field="claim_key",
+                                limit=limits.MAX_CLAIM_KEY_CHARS)
+        return history_q.history(self.rt.driver, self.namespace, claim_key, DEFAULT_POLICY.default_tau, self._db)
+
+    def stats(self) -> StoreStats:
+        return history_q.stats(self.rt.driver, self.namespace, self._db)
+
+    def recall(self, query: str, *, k: int | None = None, policy_version: str | None = None,
+               as_of_revision: int | None = None, valid_at: datetime | str | None = None) -> ContextPacket:
+        if not isinstance(query, str) or not query.strip():
+            raise BadInputError("query must not be empty", field="query")
+        if len(query) > limits.MAX_QUERY_CHARS:
+            raise LimitExceededError(f"query must be at most {limits.MAX_QUERY_CHARS} characters",
+                                     field="query", limit=limits.MAX_QUERY_CHARS)
+        pol = self.policy(policy_version)
+        k = pol.k if k is None else k
+        if not isinstance(k, int) or k < 1:
+            raise BadInputError("k must be a positive integer", field="k")
+        if k > pol.max_k:
+            raise LimitExceededError(f"k must be at most {pol.max_k} under policy {pol.version!r}",
+                                     field="k", limit=pol.max_k)
+        if as_of_revision is not None and (not isinstance(as_of_revision, int) or as_of_revision < 0):
+            raise BadInputError("as_of_revision must be a non-negative integer", field="as_of_revision")
+        when = parse_time(valid_at, "valid_at")
+        vector = self.rt.embedder.embed_query(query.strip())
+        req = RecallRequest(self.namespace, query.strip(), vector, pol, k, as_of_revision, when)
+        packet = recall_q(self.rt.driver, req, self._db)
+        if self.log_packets:
+            packet_log.log_packet(self.rt.driver, packet, self._db)
+        return packet
+
+    def replay(self, fingerprint: str) -> ReplayResult:
+        """The logged packet, and whether recomputing it at its revision gives the same fingerprint."""
+        logged = packet_log.load_packet(self.rt.driver, self.namespace, fingerprint, self._db)
+        again = self.recall(logged.query, k=logged.k, policy_version=logged.policy_version,
+                            as_of_revision=logged.store_revision, valid_at=logged.valid_at)
+        return ReplayResult(logged, again.fingerprint, again.fingerprint == logged.fingerprint)
+
+    def _revision_or_zero(self) -> int:
+        try:
+            return self.stats().revision
+        except PalimpsestError:
+            return 0
+
+    # ---- lifecycle ----------------------------------------------------------------------
+    def close(self) -> None:
+        if self._owns_runtime:
+            self.rt.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def parse_time(value: datetime | str | None, field: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = value if isinstance(value, datetime) else datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return utc(parsed)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise BadInputError(f"{field} must be an ISO-8601 timestamp with a timezone: {exc}", field=field) from None
