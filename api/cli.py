@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from graph import server as local_server
+from schema import limits
+from schema.errors import PalimpsestError
+
+if TYPE_CHECKING:
+    from api.memory import Memory
 
 app = typer.Typer(no_args_is_help=True, help="Palimpsest: temporal knowledge memory for agents.")
 neo4j_app = typer.Typer(no_args_is_help=True, help="The local Neo4j 5.26 + GDS server (no Docker).")
 app.add_typer(neo4j_app, name="neo4j")
+policy_app = typer.Typer(no_args_is_help=True, help="Versioned, immutable recall policies.")
+app.add_typer(policy_app, name="policy")
 console = Console(stderr=True)
 
 
@@ -71,6 +79,120 @@ def migrate_cmd() -> None:
 
     with Runtime.from_env() as rt:
         console.print(f"schema at version {rt.schema_version}")
+
+
+Namespace = Annotated[str, typer.Option("--namespace", "-n", envvar="PALIMPSEST_NAMESPACE", help="tenant namespace")]
+
+
+def _memory(namespace: str) -> Memory:
+    from api.memory import Memory
+
+    try:
+        return Memory.from_env(namespace)
+    except PalimpsestError as exc:
+        _fail(exc.message)
+        raise
+
+
+@app.command("ingest")
+def ingest_cmd(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSON Lines, one claim per line")],
+    namespace: Namespace = "default",
+    batch: Annotated[int, typer.Option(min=1, max=limits.MAX_BATCH_ITEMS)] = 256,
+) -> None:
+    """Ingest claims from a .jsonl file (content, source, claim_key, tau, valid_from, valid_to, metadata)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    lines = [ln for ln in file.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    failures: list[tuple[int, str]] = []
+    written = 0
+    with _memory(namespace) as mem, Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                             TimeElapsedColumn(), console=console) as progress:
+        task = progress.add_task("ingesting", total=len(lines))
+        for start in range(0, len(lines), batch):
+            chunk: list[dict[str, object]] = []
+            for offset, line in enumerate(lines[start:start + batch]):
+                try:
+                    item = json.loads(line)
+                    if not isinstance(item, dict):
+                        raise ValueError("each line must be a JSON object")
+                except ValueError as exc:
+                    failures.append((start + offset + 1, f"invalid JSON: {exc}"))
+                    item = {}
+                chunk.append(item)
+            result = mem.ingest_many(chunk)
+            for it in result.items:
+                if it.ok:
+                    written += 1
+                elif it.error and not any(n == start + it.index + 1 for n, _ in failures):
+                    failures.append((start + it.index + 1, f"{it.error.get('field')}: {it.error.get('message')}"))
+            progress.advance(task, len(chunk))
+    console.print(f"ingested {written} of {len(lines)} claims into {namespace!r}; {len(failures)} failed")
+    for line_no, why in failures[:20]:
+        console.print(f"  line {line_no}: {why}")
+    if failures:
+        raise typer.Exit(code=2)
+
+
+@app.command("recall")
+def recall_cmd(
+    query: str,
+    namespace: Namespace = "default",
+    k: Annotated[int | None, typer.Option(min=1)] = None,
+    as_of_revision: Annotated[int | None, typer.Option(min=0)] = None,
+    valid_at: Annotated[str | None, typer.Option(help="ISO-8601 time with zone")] = None,
+    policy: Annotated[str | None, typer.Option(help="policy version")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the packet as JSON")] = False,
+) -> None:
+    """Recall a context packet and print it as a table (or JSON)."""
+    from rich.table import Table
+
+    with _memory(namespace) as mem:
+        try:
+            packet = mem.recall(query, k=k, as_of_revision=as_of_revision, valid_at=valid_at, policy_version=policy)
+        except PalimpsestError as exc:
+            _fail(f"{exc.code} ({exc.field}): {exc.message}")
+            return
+    if as_json:
+        print(packet.model_dump_json(indent=2))
+        return
+    table = Table(title=f"{packet.query!r} @ revision {packet.store_revision} · policy {packet.policy_version}")
+    for col in ("#", "score", "content", "source", "key", "rev"):
+        table.add_column(col)
+    for it in packet.items:
+        table.add_row(str(it.rank), f"{it.score:.4f}", it.content, it.source, it.claim_key or "", str(it.revision))
+    Console().print(table)
+    h = packet.hidden
+    Console().print(f"hidden: superseded {h.superseded}, retracted {h.retracted}, not yet valid {h.not_yet_valid}, "
+                    f"expired {h.expired} · truncated: {packet.completeness.items_truncated} · "
+                    f"fingerprint {packet.fingerprint[:16]}")
+
+
+@app.command("history")
+def history_cmd(claim_key: str, namespace: Namespace = "default") -> None:
+    """The supersession chain of a claim key, oldest first."""
+    with _memory(namespace) as mem:
+        try:
+            chain = mem.history(claim_key)
+        except PalimpsestError as exc:
+            _fail(exc.message)
+            return
+    for entry in chain:
+        events = ", ".join(f"{e.kind}@{e.revision}" for e in entry.events)
+        print(f"[{entry.claim.status:>10}] r{entry.claim.revision} {entry.claim.content}  ({events})")
+
+
+@policy_app.command("register")
+def policy_register(file: Annotated[Path, typer.Argument(exists=True, dir_okay=False)],
+                    namespace: Namespace = "default") -> None:
+    """Register an immutable policy version from a JSON file."""
+    with _memory(namespace) as mem:
+        try:
+            pol = mem.register_policy(json.loads(file.read_text(encoding="utf-8")))
+        except (PalimpsestError, ValueError) as exc:
+            _fail(str(exc))
+            return
+    print(pol.model_dump_json())
 
 
 def main() -> None:  # pragma: no cover - console entry

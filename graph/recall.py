@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -210,7 +210,9 @@ def _similarities(tx: ManagedTransaction, ids: list[str], vector: list[float]) -
         "UNWIND $ids AS id MATCH (c:Claim {id: id}) RETURN id, vector.similarity.cosine(c.embedding, $v) AS s",
         ids=ids, v=vector,
     )
-    return {r["id"]: float(r["s"]) for r in rows}
+    # Six decimals: the same text embedded in different batches differs around 1e-7, and that
+    # noise must not decide ranks.
+    return {r["id"]: round(float(r["s"]), 6) for r in rows}
 
 
 def _rank(rows: Iterable[dict[str, Any]], similarity: dict[str, float], qterms: set[str],
@@ -220,8 +222,8 @@ def _rank(rows: Iterable[dict[str, Any]], similarity: dict[str, float], qterms: 
     by_vector = sorted(candidates, key=lambda r: (-similarity.get(r["id"], 0.0), r["id"]))
     by_text = sorted((r for r in candidates if lexical[r["id"]] > 0),
                      key=lambda r: (-lexical[r["id"]], -similarity.get(r["id"], 0.0), r["id"]))
-    vrank = {r["id"]: i + 1 for i, r in enumerate(by_vector)}
-    trank = {r["id"]: i + 1 for i, r in enumerate(by_text)}
+    vrank = _competition_ranks(by_vector, lambda r: similarity.get(r["id"], 0.0))
+    trank = _competition_ranks(by_text, lambda r: (lexical[r["id"]], similarity.get(r["id"], 0.0)))
     wv, wt, kk = policy.vector_weight, policy.text_weight, policy.rrf_k
     best = (wv + wt) / (kk + 1)
     scored = []
@@ -248,6 +250,19 @@ def _rank(rows: Iterable[dict[str, Any]], similarity: dict[str, float], qterms: 
                                 superseded=False, retracted=False),
         ))
     return items
+
+
+def _competition_ranks(ordered: list[dict[str, Any]], key: Callable[[dict[str, Any]], Any]) -> dict[str, int]:
+    """Equal keys share a rank (1, 1, 3): identical claims must get identical relevance."""
+    ranks: dict[str, int] = {}
+    previous: Any = object()
+    rank = 0
+    for position, row in enumerate(ordered, start=1):
+        current = key(row)
+        if current != previous:
+            rank, previous = position, current
+        ranks[row["id"]] = rank
+    return ranks
 
 
 def _supersedes_at(tx: ManagedTransaction, ns: str, ids: list[str], revision: int) -> dict[str, str]:

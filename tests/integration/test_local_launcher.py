@@ -73,3 +73,42 @@ def test_cli_status_reports_json() -> None:
     out = subprocess.run([sys.executable, "-m", "api.cli", "neo4j", "status"], capture_output=True,
                          text=True, check=False)
     assert '"neo4j": "5.26.24"' in out.stdout
+
+
+def test_fingerprint_survives_a_neo4j_restart(embedder: object) -> None:
+    """Same store state, same query, same policy → same fingerprint after the server restarts."""
+    from neo4j import GraphDatabase
+
+    from api.memory import Memory
+    from api.runtime import Runtime
+    from graph.connection import Neo4jSettings
+    from schema.migrate import migrate
+
+    base = server.ServerConfig.from_env()
+    cfg = server.ServerConfig(cache_dir=base.cache_dir, bolt_port=_free_port(), http_port=_free_port(),
+                              heap="512m", pagecache="64m")
+
+    def recall_fingerprint(seed_data: bool) -> str:
+        drv = GraphDatabase.driver(cfg.bolt_uri, notifications_min_severity="OFF")
+        try:
+            dim = embedder.dimension  # type: ignore[attr-defined]
+            version = migrate(drv, embedding_dimension=dim, embedding_model="all-MiniLM-L6-v2")
+            mem = Memory(Runtime(Neo4jSettings(uri=cfg.bolt_uri), drv, embedder, version), "restart")  # type: ignore[arg-type]
+            if seed_data:
+                mem.ingest_many([{"content": f"Node {i} of the cluster runs kernel 6.{i}", "source": "inv",
+                                  "claim_key": f"node{i}.kernel"} for i in range(5)])
+                mem.ingest("Node 2 of the cluster runs kernel 6.9", source="inv", claim_key="node2.kernel")
+            return mem.recall("which kernel does node 2 run?").fingerprint
+        finally:
+            drv.close()
+
+    try:
+        server.start(cfg)
+        before = recall_fingerprint(seed_data=True)
+        server.stop(cfg)
+        server.start(cfg)
+        after = recall_fingerprint(seed_data=False)
+    finally:
+        server.stop(cfg)
+        shutil.rmtree(cfg.instance_dir, ignore_errors=True)
+    assert before == after

@@ -1,0 +1,186 @@
+"""Recall packets: visibility on both time axes, ranking, caps, hidden counts, determinism, replay."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from api.memory import Memory
+from schema.errors import BadInputError, LimitExceededError, NotFoundError
+from schema.models import Policy
+
+pytestmark = pytest.mark.integration
+
+
+def test_packet_has_every_field_and_a_valid_fingerprint(memory: Memory) -> None:
+    memory.ingest("The payments API runs on db-7", source="runbook", claim_key="payments.db",
+                  metadata={"team": "core"})
+    packet = memory.recall("where does the payments service store data?")
+    item = packet.items[0]
+    assert item.content == "The payments API runs on db-7" and item.metadata == {"team": "core"}
+    assert item.rank == 1 and 0 < item.score <= 1 and item.freshness.decay <= 1
+    assert item.freshness.tau_seconds == Policy(version="x").default_tau
+    assert packet.policy_version == "default-v1" and packet.store_revision == 1
+    assert packet.contradictions == [] and packet.beliefs == []
+    assert packet.fingerprint == packet.compute_fingerprint() and len(packet.fingerprint) == 64
+    assert packet.reference_time == item.recorded_at  # freshness measured at the revision's commit
+
+
+def test_only_the_current_version_is_returned_and_the_rest_are_counted(memory: Memory) -> None:
+    for port in (5432, 5433, 6432):
+        memory.ingest(f"The orders database listens on port {port}", source="cmdb", claim_key="orders.port")
+    packet = memory.recall("what port does the orders database use?")
+    assert [i.content for i in packet.items] == ["The orders database listens on port 6432"]
+    assert packet.hidden.superseded == 2
+    assert packet.items[0].supersedes is not None
+
+
+def test_as_of_revision_sees_exactly_what_was_current(memory: Memory) -> None:
+    r1 = memory.ingest("Release train is weekly", source="eng", claim_key="release.cadence").revision
+    r2 = memory.ingest("Unrelated: the cafeteria opens at 8", source="facilities").revision
+    r3 = memory.ingest("Release train is biweekly", source="eng", claim_key="release.cadence").revision
+    def top(rev: int | None) -> list[str]:
+        return [i.content for i in memory.recall("how often do we release?", as_of_revision=rev, k=1).items]
+    assert top(r1) == ["Release train is weekly"]
+    assert top(r2) == ["Release train is weekly"]
+    assert top(r3) == top(None) == ["Release train is biweekly"]
+    assert memory.recall("how often do we release?", as_of_revision=0).items == []
+    with pytest.raises(BadInputError) as exc:
+        memory.recall("release", as_of_revision=r3 + 1)
+    assert exc.value.field == "as_of_revision"
+
+
+def test_valid_at_uses_world_time_windows_and_combines_with_as_of(memory: Memory) -> None:
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    memory.ingest("CEO is Alice", source="press", valid_from=t, valid_to=t + timedelta(days=100))
+    r = memory.ingest("CEO is Bob", source="press", valid_from=t + timedelta(days=100)).revision
+    memory.ingest("CEO is Carol", source="press", valid_from=t + timedelta(days=200))
+    def ceo(**kw: Any) -> list[str]:
+        return [i.content for i in memory.recall("who is the chief executive?", **kw).items if "CEO" in i.content]
+    assert ceo(valid_at=t + timedelta(days=10)) == ["CEO is Alice"]
+    assert ceo(valid_at=(t + timedelta(days=150)).isoformat()) == ["CEO is Bob"]
+    assert ceo(valid_at=t + timedelta(days=250)) == ["CEO is Bob", "CEO is Carol"] or \
+        set(ceo(valid_at=t + timedelta(days=250))) == {"CEO is Bob", "CEO is Carol"}
+    early = memory.recall("who is the chief executive?", valid_at=t + timedelta(days=10))
+    assert early.hidden.not_yet_valid == 2
+    late = memory.recall("who is the chief executive?", valid_at=t + timedelta(days=150))
+    assert late.hidden.expired == 1 and late.hidden.not_yet_valid == 1
+    # Both axes: at revision r Carol was not yet recorded.
+    assert ceo(valid_at=t + timedelta(days=250), as_of_revision=r) == ["CEO is Bob"]
+
+
+def test_caps_and_completeness_flags(memory: Memory) -> None:
+    memory.ingest_many([{"content": f"Server web-{i} runs nginx", "source": "cmdb"} for i in range(6)])
+    memory.register_policy(Policy(version="tight", k=3, d=1))
+    packet = memory.recall("which servers run nginx?", policy_version="tight")
+    assert len(packet.items) == 3 and packet.completeness.items_truncated
+    assert len(packet.edges) == 1 and packet.completeness.edges_truncated
+    assert packet.edges[0].kind == "shared_source"
+    full = memory.recall("which servers run nginx?", k=10)
+    assert len(full.items) == 6 and not full.completeness.items_truncated
+
+
+def test_total_order_breaks_ties_by_revision_then_id(memory: Memory) -> None:
+    memory.ingest_many([{"content": "The backup job runs nightly at 02:00", "source": s} for s in "abc"])
+    memory.ingest("The backup job runs nightly at 02:00", source="d")
+    items = memory.recall("when does the backup job run?").items
+    assert len({i.relevance for i in items}) == 1  # identical text, identical relevance
+    same_batch = [i for i in items if i.source != "d"]
+    assert len({i.score for i in same_batch}) == 1
+    assert [i.id for i in same_batch] == sorted(i.id for i in same_batch)
+
+
+def test_freshness_decay_orders_equal_relevance(memory: Memory) -> None:
+    memory.ingest("Disk usage on host-1 is 80 percent", source="mon", tau=1.0)
+    memory.ingest("Disk usage on host-1 is 80 percent", source="mon2", tau=1e9)
+    items = memory.recall("disk usage host-1").items
+    # The later write sets the reference time; the short-tau claim is older than 1 s by then only
+    # if time passed, so compare decays, not wall time: long tau never decays below short tau.
+    by_tau = {i.freshness.tau_seconds: i for i in items}
+    assert by_tau[1e9].freshness.decay >= by_tau[1.0].freshness.decay
+
+
+def test_same_state_same_fingerprint_across_calls_and_processes(memory: Memory, neo4j: Any) -> None:
+    memory.ingest_many([{"content": f"Service {n} owns queue {n}-q", "source": "catalog"} for n in "abcdef"])
+    first = memory.recall("which service owns a queue?")
+    second = memory.recall("which service owns a queue?")
+    assert first.fingerprint == second.fingerprint and first.served_at <= second.served_at
+    code = (
+        "import json,sys; from api.memory import Memory; from api.runtime import Runtime;"
+        f"m=Memory(Runtime.from_env(), {memory.namespace!r}); print(m.recall('which service owns a queue?').fingerprint)"
+    )
+    env = {"NEO4J_URI": neo4j.uri, "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip().splitlines()[-1] == first.fingerprint
+    memory.ingest("Service g owns queue g-q", source="catalog")
+    assert memory.recall("which service owns a queue?").fingerprint != first.fingerprint
+    assert memory.recall("which service owns a queue?", as_of_revision=first.store_revision).fingerprint == \
+        first.fingerprint
+    assert json.loads(first.canonical_json())["store_revision"] == first.store_revision
+
+
+def test_replay_returns_logged_packet_and_verifies_it(runtime: Any, namespace: str) -> None:
+    mem = Memory(runtime, namespace, log_packets=True)
+    mem.ingest("Refunds over 500 EUR need two approvals", source="finance-policy", claim_key="refund.rule")
+    packet = mem.recall("how many approvals does a big refund need?")
+    mem.ingest("Refunds over 500 EUR need three approvals", source="finance-policy", claim_key="refund.rule")
+    replay = mem.replay(packet.fingerprint)
+    assert replay.matches and replay.packet == packet
+    assert replay.packet.items[0].content.endswith("two approvals")
+    with pytest.raises(NotFoundError):
+        mem.replay("0" * 64)
+
+
+def test_policies_are_immutable_and_default_exists(memory: Memory) -> None:
+    assert memory.policy().version == "default-v1"
+    memory.register_policy({"version": "wide-v1", "k": 20, "max_k": 40})
+    assert memory.register_policy({"version": "wide-v1", "k": 20, "max_k": 40}).k == 20  # idempotent
+    from schema.errors import ConflictError
+
+    with pytest.raises(ConflictError) as exc:
+        memory.register_policy({"version": "wide-v1", "k": 21, "max_k": 40})
+    assert exc.value.field == "version"
+    with pytest.raises(ConflictError):
+        memory.register_policy({"version": "default-v1", "k": 2})
+    assert [p.version for p in memory.policies()] == ["default-v1", "wide-v1"]
+
+
+def test_bad_recall_input_is_typed(memory: Memory, runtime: Any) -> None:
+    memory.ingest("x marks the spot", source="map")
+    with pytest.raises(NotFoundError) as e1:
+        memory.recall("spot", policy_version="nope")
+    assert e1.value.field == "policy_version"
+    with pytest.raises(LimitExceededError) as e2:
+        memory.recall("spot", k=51)
+    assert (e2.value.field, e2.value.limit) == ("k", 50)
+    with pytest.raises(BadInputError) as e3:
+        memory.recall("   ")
+    assert e3.value.field == "query"
+    with pytest.raises(BadInputError) as e4:
+        memory.recall("spot", valid_at="yesterday")
+    assert e4.value.field == "valid_at"
+    with pytest.raises(NotFoundError) as e5:
+        Memory(runtime, memory.namespace + "-never-written").recall("spot")
+    assert e5.value.field == "namespace"
+    with pytest.raises(BadInputError) as e6:
+        Memory(runtime, "bad namespace!")
+    assert e6.value.field == "namespace"
+
+
+def test_namespaces_are_isolated(runtime: Any, namespace: str) -> None:
+    a, b = Memory(runtime, namespace), Memory(runtime, namespace + "-b")
+    try:
+        a.ingest("Secret launch date is March 3", source="a")
+        b.ingest("Public launch date is unknown", source="b")
+        assert [i.source for i in b.recall("launch date").items] == ["b"]
+        with pytest.raises(NotFoundError):
+            b.claim(a.recall("launch date").items[0].id)
+    finally:
+        from tests.conftest import wipe_namespace
+
+        wipe_namespace(runtime.driver, namespace + "-b")
