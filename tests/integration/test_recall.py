@@ -111,7 +111,7 @@ def test_same_state_same_fingerprint_across_calls_and_processes(memory: Memory, 
     second = memory.recall("which service owns a queue?")
     assert first.fingerprint == second.fingerprint and first.served_at <= second.served_at
     code = (
-        "import json,sys; from api.memory import Memory; from api.runtime import Runtime;"
+        "from api.memory import Memory; from api.runtime import Runtime;"
         f"m=Memory(Runtime.from_env(), {memory.namespace!r}); print(m.recall('which service owns a queue?').fingerprint)"
     )
     env = {"NEO4J_URI": neo4j.uri, "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
