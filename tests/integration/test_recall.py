@@ -112,7 +112,8 @@ def test_same_state_same_fingerprint_across_calls_and_processes(memory: Memory, 
     assert first.fingerprint == second.fingerprint and first.served_at <= second.served_at
     code = (
         "from api.memory import Memory; from api.runtime import Runtime;"
-        f"m=Memory(Runtime.from_env(), {memory.namespace!r}); print(m.recall('which service owns a queue?').fingerprint)"
+        f"m=Memory(Runtime.from_env(), {memory.namespace!r});"
+        "print(m.recall('which service owns a queue?').fingerprint)"
     )
     env = {"NEO4J_URI": neo4j.uri, "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
