@@ -162,7 +162,8 @@ class Memory:
         return history_q.stats(self.rt.driver, self.namespace, self._db)
 
     def recall(self, query: str, *, k: int | None = None, policy_version: str | None = None,
-               as_of_revision: int | None = None, valid_at: datetime | str | None = None) -> ContextPacket:
+               as_of_revision: int | None = None, valid_at: datetime | str | None = None,
+               projections_seq: int | None = None) -> ContextPacket:
         if not isinstance(query, str) or not query.strip():
             raise BadInputError("query must not be empty", field="query")
         if len(query) > limits.MAX_QUERY_CHARS:
@@ -179,7 +180,7 @@ class Memory:
             raise BadInputError("as_of_revision must be a non-negative integer", field="as_of_revision")
         when = parse_time(valid_at, "valid_at")
         vector = self.rt.embedder.embed_query(query.strip())
-        req = RecallRequest(self.namespace, query.strip(), vector, pol, k, as_of_revision, when)
+        req = RecallRequest(self.namespace, query.strip(), vector, pol, k, as_of_revision, when, projections_seq)
         packet = recall_q(self.rt.driver, req, self._db)
         if self.log_packets:
             packet_log.log_packet(self.rt.driver, packet, self._db)
@@ -189,7 +190,8 @@ class Memory:
         """The logged packet, and whether recomputing it at its revision gives the same fingerprint."""
         logged = packet_log.load_packet(self.rt.driver, self.namespace, fingerprint, self._db)
         again = self.recall(logged.query, k=logged.k, policy_version=logged.policy_version,
-                            as_of_revision=logged.store_revision, valid_at=logged.valid_at)
+                            as_of_revision=logged.store_revision, valid_at=logged.valid_at,
+                            projections_seq=logged.projections_seq)
         return ReplayResult(logged, again.fingerprint, again.fingerprint == logged.fingerprint)
 
     def _revision_or_zero(self) -> int:

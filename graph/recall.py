@@ -92,6 +92,9 @@ class RecallRequest:
     k: int
     as_of_revision: int | None = None
     valid_at: datetime | None = None
+    # Replay pins how far the background projections had got, so edges found later
+    # (contradictions, beliefs) do not change a packet that was served before them.
+    projections_seq: int | None = None
 
 
 @dataclass
@@ -182,7 +185,10 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
     supersedes = _supersedes_at(tx, req.namespace, item_ids, revision)
     items = [it.model_copy(update={"supersedes": supersedes.get(it.id)}) for it in items]
     edges, edges_cut = _edges(items, supersedes, policy.d)
-    contradictions, contra_cut = _contradictions(tx, req.namespace, item_ids, revision, policy.c)
+    seq = min(state.projections_seq, revision)
+    if req.projections_seq is not None:
+        seq = min(seq, req.projections_seq)
+    contradictions, contra_cut = _contradictions(tx, req.namespace, item_ids, revision, seq, policy.c)
 
     hidden = HiddenCounts()
     for reason in pool.hidden.values():
@@ -192,7 +198,7 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
     packet = ContextPacket(
         namespace=req.namespace, query=req.query, policy_version=policy.version, k=req.k,
         store_revision=revision, valid_at=iso(req.valid_at), reference_time=iso(reference),
-        projections_seq=min(state.projections_seq, revision), items=items,
+        projections_seq=seq, items=items,
         contradictions=contradictions, edges=edges, beliefs=beliefs,
         completeness=Completeness(
             items_truncated=len(ranked) > req.k, edges_truncated=edges_cut,
@@ -297,17 +303,21 @@ def _edges(items: list[PacketItem], supersedes: dict[str, str], cap: int) -> tup
     return [e[3] for e in edges[:cap]], len(edges) > cap
 
 
-def _contradictions(tx: ManagedTransaction, ns: str, ids: list[str], revision: int,
+def _contradictions(tx: ManagedTransaction, ns: str, ids: list[str], revision: int, seq: int,
                     cap: int) -> tuple[list[PacketContradiction], bool]:
-    """CONTRADICTS edges known at the revision whose other side was still current then."""
+    """CONTRADICTS edges the projections had found by `seq` whose other side was current at the revision.
+
+    An edge's `revision` is the revision of the claim whose processing found it, so it exists
+    for a packet exactly when the worker had moved past that revision.
+    """
     if not ids:
         return [], False
     rows = list(tx.run(
         "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id})-[r:CONTRADICTS]-(o:Claim {namespace: $ns}) "
-        "WHERE r.revision <= $rev "
+        "WHERE r.revision <= $seq "
         "RETURN DISTINCT id, o.id AS oid, o.content AS content, o.source AS source, o.claim_key AS key, "
         "o.vis_from AS vf, o.vis_to AS vt, r.score AS score, r.method AS method, r.revision AS rrev",
-        ids=ids, ns=ns, rev=revision,
+        ids=ids, ns=ns, seq=seq,
     ))
     in_packet = set(ids)
     per_item: dict[str, list[PacketContradiction]] = {}
