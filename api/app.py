@@ -1,60 +1,58 @@
-"""The HTTP face: FastAPI with /health and the strawberry GraphQL endpoint at /graphql.
+"""The HTTP face: FastAPI with GraphQL (+ GraphiQL) at /graphql, /health and /metrics.
 
-The GraphQL schema grows one resolver at a time as features land; nothing is listed before it
-works, so today it answers what the service is running on and nothing more.
+Every request gets a request id (from X-Request-ID or a new one), a JSON log line and a latency
+observation; bodies over the configured size are refused before they are parsed.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-import strawberry
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse, PlainTextResponse
+from prometheus_client import generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from starlette.middleware.base import BaseHTTPMiddleware
 from strawberry.fastapi import GraphQLRouter
 
+from api.auth import KeyStore
+from api.graphql_schema import Loaders, schema
+from api.observability import Metrics, configure_json_logging
 from api.runtime import Runtime
+from schema.errors import PalimpsestError
+
+MAX_BODY_BYTES = int(os.environ.get("PALIMPSEST_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
+REQUEST_TIMEOUT_S = float(os.environ.get("PALIMPSEST_REQUEST_TIMEOUT_S", "30"))
 
 
-@strawberry.type(description="What this Palimpsest instance runs on.")
-class ServiceInfo:
-    neo4j_version: str
-    neo4j_edition: str
-    gds_version: str | None
-    embedding_model: str
-    embedding_dimension: int
-    schema_version: int
+def _api_key(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    if header.lower().startswith("bearer "):
+        return header[7:].strip()
+    return request.headers.get("x-api-key")
 
 
-def _service_info(rt: Runtime) -> ServiceInfo:
-    info = rt.info()
-    return ServiceInfo(
-        neo4j_version=info.neo4j_version, neo4j_edition=info.edition, gds_version=info.gds_version,
-        embedding_model=rt.embedder.model_name, embedding_dimension=rt.embedder.dimension,
-        schema_version=rt.schema_version,
-    )
-
-
-@strawberry.type
-class Query:
-    @strawberry.field(description="The Neo4j, GDS and embedding model this service uses.")
-    def service(self, info: strawberry.Info) -> ServiceInfo:
-        rt: Runtime = info.context["runtime"]
-        return _service_info(rt)
-
-
-schema = strawberry.Schema(query=Query)
-
-
-def create_app(runtime: Runtime | None = None) -> FastAPI:
-    """Build the app; tests pass their own runtime, `palimpsest serve` builds one from the env."""
+def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
+               on_startup: Callable[[Runtime], None] | None = None) -> FastAPI:
+    """Tests pass their own runtime and keys; `palimpsest serve` builds both from the environment."""
+    log = configure_json_logging()
+    metrics = Metrics()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = runtime is None
         app.state.runtime = runtime or Runtime.from_env()
+        app.state.keys = keys or KeyStore.from_env()
+        if app.state.keys.local_mode:
+            log.warning("auth is in local mode: no API keys configured, every namespace is open")
+        if on_startup is not None:
+            on_startup(app.state.runtime)
         try:
             yield
         finally:
@@ -62,9 +60,44 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
                 app.state.runtime.close()
 
     app = FastAPI(title="Palimpsest", version="0.1.0", lifespan=lifespan)
+    app.state.metrics = metrics
 
-    async def context(request: Request) -> dict[str, Any]:
-        return {"runtime": request.app.state.runtime}
+    class RequestContext(BaseHTTPMiddleware):
+        async def dispatch(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+            rid = request.headers.get("x-request-id") or uuid.uuid4().hex
+            request.state.request_id = rid
+            length = request.headers.get("content-length")
+            if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
+                return JSONResponse({"errors": [{"message": f"request body over {MAX_BODY_BYTES} bytes",
+                                                 "extensions": {"code": "LIMIT_EXCEEDED", "limit": MAX_BODY_BYTES}}]},
+                                    status_code=413, headers={"x-request-id": rid})
+            start = time.perf_counter()
+            status = 500
+            try:
+                response = await call_next(request)
+                status = response.status_code
+                response.headers["x-request-id"] = rid
+                return response
+            finally:
+                elapsed = time.perf_counter() - start
+                route = request.url.path if request.url.path in {"/graphql", "/health", "/metrics"} else "other"
+                metrics.http.labels(request.method, route, str(status)).observe(elapsed)
+                log.info("request", extra={"fields": {"request_id": rid, "method": request.method,
+                                                      "path": request.url.path, "status": status,
+                                                      "ms": round(elapsed * 1000, 2)}})
+
+    app.add_middleware(RequestContext)
+
+    async def context(request: Request, response: Response) -> dict[str, Any]:
+        ctx: dict[str, Any] = {"request": request, "response": response, "runtime": request.app.state.runtime,
+                               "loaders": Loaders(request.app.state.runtime), "metrics": metrics,
+                               "timeout_s": REQUEST_TIMEOUT_S, "principal": None, "auth_error": None,
+                               "log_packets": os.environ.get("PALIMPSEST_LOG_PACKETS", "") == "1"}
+        try:
+            ctx["principal"] = request.app.state.keys.authenticate(_api_key(request))
+        except PalimpsestError as exc:
+            ctx["auth_error"] = exc
+        return ctx
 
     app.include_router(GraphQLRouter(schema, context_getter=context), prefix="/graphql")
 
@@ -73,15 +106,35 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         rt: Runtime = request.app.state.runtime
         try:
             rt.driver.verify_connectivity()
-            svc = _service_info(rt)
+            info = rt.info()
+            lag = worker_lag(rt)
         except Exception as exc:  # report, never leak a trace
             return JSONResponse({"status": "unavailable", "error": type(exc).__name__}, status_code=503)
         return JSONResponse({
             "status": "ok",
-            "neo4j": {"version": svc.neo4j_version, "edition": svc.neo4j_edition},
-            "gds": {"version": svc.gds_version},
-            "embedding": {"model": svc.embedding_model, "dimension": svc.embedding_dimension},
-            "schema_version": svc.schema_version,
+            "neo4j": {"version": info.neo4j_version, "edition": info.edition},
+            "gds": {"version": info.gds_version},
+            "embedding": {"model": rt.embedder.model_name, "dimension": rt.embedder.dimension},
+            "schema_version": rt.schema_version,
+            "worker": {"max_lag_revisions": max(lag.values(), default=0), "namespaces_behind": sum(
+                1 for v in lag.values() if v > 0)},
         })
 
+    @app.get("/metrics")
+    def metrics_endpoint(request: Request) -> PlainTextResponse:
+        try:
+            for ns, lag in worker_lag(request.app.state.runtime).items():
+                metrics.worker_lag.labels(ns).set(lag)
+        except Exception:  # metrics must answer even when the database does not
+            logging.getLogger("palimpsest").warning("worker lag unavailable for /metrics")
+        return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
     return app
+
+
+def worker_lag(rt: Runtime) -> dict[str, int]:
+    records, _, _ = rt.driver.execute_query(
+        "MATCH (s:Store) RETURN s.namespace AS ns, s.revision - coalesce(s.projections_seq, 0) AS lag ORDER BY ns",
+        database_=rt.settings.database, routing_="r",
+    )
+    return {str(r["ns"]): int(r["lag"]) for r in records}

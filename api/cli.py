@@ -195,6 +195,16 @@ def policy_register(file: Annotated[Path, typer.Argument(exists=True, dir_okay=F
     print(pol.model_dump_json())
 
 
+@app.command("export-schema")
+def export_schema(out: Annotated[Path, typer.Option(help="where to write the SDL")] = Path("schema/palimpsest.graphql"),
+                  ) -> None:
+    """Write the GraphQL SDL that apps depend on (a test fails when it drifts)."""
+    from api.graphql_schema import schema
+
+    out.write_text(schema.as_str() + "\n", encoding="utf-8")
+    console.print(f"wrote {out}")
+
+
 def main() -> None:  # pragma: no cover - console entry
     app(prog_name="palimpsest")
 

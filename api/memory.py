@@ -16,8 +16,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from api.runtime import Runtime
+from graph import claim_queries, packet_log, policies, store
 from graph import history as history_q
-from graph import packet_log, policies, store
+from graph.claim_queries import ClaimFilter
 from graph.recall import RecallRequest
 from graph.recall import recall as recall_q
 from schema import limits
@@ -151,6 +152,18 @@ class Memory:
 
     def claim(self, claim_id: str) -> Claim:
         return store.get_claim(self.rt.driver, self.namespace, claim_id, DEFAULT_POLICY.default_tau, self._db)
+
+    def claims(self, flt: ClaimFilter | None = None, *, first: int = 20,
+               after: str | None = None) -> tuple[list[Claim], bool]:
+        if not isinstance(first, int) or not 1 <= first <= limits.MAX_PAGE:
+            raise LimitExceededError(f"first must be between 1 and {limits.MAX_PAGE}", field="first",
+                                     limit=limits.MAX_PAGE)
+        return claim_queries.list_claims(self.rt.driver, self.namespace, flt or ClaimFilter(), first, after,
+                                         DEFAULT_POLICY.default_tau, self._db)
+
+    def claims_by_ids(self, ids: Sequence[str]) -> dict[str, Claim]:
+        return claim_queries.claims_by_ids(self.rt.driver, self.namespace, list(ids), DEFAULT_POLICY.default_tau,
+                                           self._db)
 
     def history(self, claim_key: str) -> list[HistoryEntry]:
         if not claim_key or len(claim_key) > limits.MAX_CLAIM_KEY_CHARS:

@@ -49,3 +49,11 @@ class SchemaMismatchError(PalimpsestError):
 
 class UnavailableError(PalimpsestError):
     code = "UNAVAILABLE"
+
+
+class UnauthenticatedError(PalimpsestError):
+    code = "UNAUTHENTICATED"
+
+
+class ForbiddenError(PalimpsestError):
+    code = "FORBIDDEN"

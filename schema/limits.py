@@ -16,6 +16,7 @@ MAX_TAU_SECONDS = 100 * 365 * 24 * 3600.0
 MAX_K_CEILING = 200
 MAX_CANDIDATES = 5_000
 MAX_HISTORY = 1_000
+MAX_PAGE = 100
 
 NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 POLICY_VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")

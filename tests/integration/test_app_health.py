@@ -28,9 +28,3 @@ def test_health_reports_versions_and_model(client: TestClient) -> None:
     assert body["neo4j"]["version"].startswith("5.26")
     assert body["gds"]["version"].startswith("2.13")
     assert body["embedding"] == {"model": "all-MiniLM-L6-v2", "dimension": 384}
-
-
-def test_graphql_service_query(client: TestClient) -> None:
-    resp = client.post("/graphql", json={"query": "{ service { neo4jVersion gdsVersion embeddingModel } }"})
-    data = resp.json()["data"]["service"]
-    assert data["gdsVersion"].startswith("2.13") and data["embeddingModel"] == "all-MiniLM-L6-v2"

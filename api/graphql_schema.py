@@ -1,0 +1,238 @@
+"""The GraphQL schema: every resolver is a thin call into `Memory`, scoped and authorised first.
+
+Resolvers run the (blocking) Neo4j work in a worker thread so one slow recall never stalls the
+event loop. Errors leave as GraphQL errors with a stable `extensions.code`; anything without a
+code is masked, so no stack trace or Cypher ever reaches a client.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, TypeVar
+
+import anyio
+import strawberry
+from anyio import to_thread
+from graphql import GraphQLError, ValidationRule
+from neo4j.exceptions import ServiceUnavailable, SessionExpired
+from strawberry.dataloader import DataLoader
+from strawberry.extensions import AddValidationRules, MaskErrors, MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter
+
+from api import graphql_types as t
+from api.auth import Principal, Right
+from api.memory import Memory, parse_time
+from api.runtime import Runtime
+from graph.claim_queries import ClaimFilter, encode_cursor
+from schema.errors import BadInputError, LimitExceededError, PalimpsestError, UnavailableError
+from schema.limits import MAX_BATCH_ITEMS
+from schema.models import Claim as ClaimModel
+from schema.models import IngestResult
+
+R = TypeVar("R")
+
+MAX_DEPTH = 10
+MAX_ALIASES = 20
+MAX_TOKENS = 5_000
+MAX_FIELDS = 400
+
+
+def coded(exc: PalimpsestError) -> GraphQLError:
+    ext: dict[str, Any] = {"code": exc.code}
+    if exc.field is not None:
+        ext["field"] = exc.field
+    if exc.limit is not None:
+        ext["limit"] = exc.limit
+    return GraphQLError(exc.message, extensions=ext)
+
+
+class Loaders:
+    """Per-request DataLoaders: nested fields cost one Cypher round trip per level, not per item."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.claims: DataLoader[tuple[str, str], ClaimModel | None] = DataLoader(self._load_claims)
+        self.round_trips = 0
+
+    async def _load_claims(self, keys: list[tuple[str, str]]) -> Sequence[ClaimModel | None]:
+        by_ns: dict[str, list[str]] = {}
+        for ns, cid in keys:
+            by_ns.setdefault(ns, []).append(cid)
+        found: dict[tuple[str, str], ClaimModel] = {}
+        for ns, ids in sorted(by_ns.items()):
+            self.round_trips += 1
+            memory = Memory(self.runtime, ns)
+            loaded = await to_thread.run_sync(memory.claims_by_ids, ids)
+            found.update({(ns, cid): claim for cid, claim in loaded.items()})
+        return [found.get(key) for key in keys]
+
+
+async def call(info: strawberry.Info, namespace: str | None, right: Right, fn: Callable[[Memory], R]) -> R:
+    """Authorise, bind the namespace, run in a thread, translate errors. The one path every resolver takes."""
+    ctx = info.context
+    try:
+        if ctx.get("auth_error") is not None:
+            raise ctx["auth_error"]
+        principal: Principal = ctx["principal"]
+        ns = namespace or principal.default_namespace()
+        principal.require(ns, right)
+        memory = Memory(ctx["runtime"], ns, log_packets=ctx.get("log_packets", False))
+        with anyio.fail_after(ctx.get("timeout_s", 30.0)):
+            return await to_thread.run_sync(lambda: fn(memory))
+    except PalimpsestError as exc:
+        raise coded(exc) from None
+    except TimeoutError:
+        raise coded(LimitExceededError("the request took longer than the server allows", field="timeout",
+                                       limit=ctx.get("timeout_s", 30.0))) from None
+    except (ServiceUnavailable, SessionExpired):
+        raise coded(UnavailableError("the database is unavailable; retry shortly")) from None
+
+
+def _filter(flt: t.ClaimFilterInput | None) -> ClaimFilter:
+    if flt is None:
+        return ClaimFilter()
+    if flt.status is not None and flt.status not in {"current", "superseded", "retracted"}:
+        raise coded(BadInputError("status must be current, superseded or retracted", field="filter.status"))
+    try:
+        return ClaimFilter(
+            source=flt.source, claim_key=flt.claim_key, status=flt.status,
+            recorded_after=parse_time(flt.recorded_after, "filter.recordedAfter"),
+            recorded_before=parse_time(flt.recorded_before, "filter.recordedBefore"),
+            valid_at=parse_time(flt.valid_at, "filter.validAt"),
+        )
+    except PalimpsestError as exc:
+        raise coded(exc) from None
+
+
+def _count(info: strawberry.Info, namespace: str | None, res: IngestResult) -> None:
+    principal = info.context.get("principal")
+    ns = namespace or (principal.default_namespace() if principal else "default")
+    ok = sum(1 for i in res.items if i.ok and not i.duplicate)
+    metrics = info.context["metrics"]
+    metrics.ingested.labels(ns).inc(ok)
+    metrics.ingest_failed.labels(ns).inc(sum(1 for i in res.items if not i.ok))
+
+
+NS = Annotated[str | None, strawberry.argument(
+    description="Tenant namespace; defaults to the key's only namespace, else 'default'.")]
+
+
+@strawberry.type
+class Query:
+    @strawberry.field(description="A bounded, ranked, replayable context packet of what is true now or then.")
+    async def recall(self, info: strawberry.Info, query: str, k: int | None = None,
+                     policy_version: str | None = None, as_of_revision: int | None = None,
+                     valid_at: str | None = None, namespace: NS = None) -> t.ContextPacket:
+        start = time.perf_counter()
+        packet = await call(info, namespace, "read", lambda mem: mem.recall(
+            query, k=k, policy_version=policy_version, as_of_revision=as_of_revision, valid_at=valid_at))
+        info.context["metrics"].recall.observe(time.perf_counter() - start)
+        return t.packet_to_gql(packet)
+
+    @strawberry.field
+    async def claim(self, info: strawberry.Info, id: str, namespace: NS = None) -> t.Claim:
+        return t.Claim.from_pydantic(await call(info, namespace, "read", lambda mem: mem.claim(id)))
+
+    @strawberry.field(description="Claims ordered by (revision, id), filtered, cursor-paginated.")
+    async def claims(self, info: strawberry.Info, filter: t.ClaimFilterInput | None = None, first: int = 20,
+                     after: str | None = None, namespace: NS = None) -> t.ClaimConnection:
+        flt = _filter(filter)
+        rows, more = await call(info, namespace, "read", lambda mem: mem.claims(flt, first=first, after=after))
+        edges = [t.ClaimEdge(cursor=encode_cursor(c.revision, c.id), node=t.Claim.from_pydantic(c)) for c in rows]
+        return t.ClaimConnection(edges=edges, page_info=t.PageInfo(
+            has_next_page=more, end_cursor=edges[-1].cursor if edges else None))
+
+    @strawberry.field(description="A claim key's supersession chain, oldest first.")
+    async def history(self, info: strawberry.Info, claim_key: str, namespace: NS = None) -> list[t.HistoryEntry]:
+        chain = await call(info, namespace, "read", lambda mem: mem.history(claim_key))
+        return [t.HistoryEntry.from_pydantic(e) for e in chain]
+
+    @strawberry.field(description="A logged packet and whether it still recomputes to the same fingerprint.")
+    async def replay(self, info: strawberry.Info, fingerprint: str, namespace: NS = None) -> t.ReplayResult:
+        res = await call(info, namespace, "read", lambda mem: mem.replay(fingerprint))
+        return t.ReplayResult(packet=t.packet_to_gql(res.packet), recomputed_fingerprint=res.recomputed_fingerprint,
+                              matches=res.matches)
+
+    @strawberry.field
+    async def policies(self, info: strawberry.Info, namespace: NS = None) -> list[t.Policy]:
+        return [t.Policy.from_pydantic(p) for p in await call(info, namespace, "read", lambda mem: mem.policies())]
+
+    @strawberry.field
+    async def policy(self, info: strawberry.Info, version: str, namespace: NS = None) -> t.Policy:
+        return t.Policy.from_pydantic(await call(info, namespace, "read", lambda mem: mem.policy(version)))
+
+    @strawberry.field
+    async def stats(self, info: strawberry.Info, namespace: NS = None) -> t.StoreStats:
+        return t.stats_to_gql(await call(info, namespace, "read", lambda mem: mem.stats()))
+
+
+@strawberry.type
+class Mutation:
+    @strawberry.mutation(description="Write one claim; a claim_key supersedes the key's current claim.")
+    async def ingest(self, info: strawberry.Info, input: t.ClaimInput, namespace: NS = None) -> t.IngestResult:
+        res = await call(info, namespace, "write", lambda mem: mem.ingest_many([input.to_raw()]))
+        _count(info, namespace, res)
+        first = res.items[0]
+        if not first.ok and first.error:
+            raise GraphQLError(str(first.error.get("message")), extensions={
+                k: v for k, v in first.error.items() if k in {"code", "field", "limit"}})
+        return t.IngestResult.from_pydantic(res)
+
+    @strawberry.mutation(description="Write a batch in one transaction; each item reports its own result.")
+    async def ingest_many(self, info: strawberry.Info, inputs: list[t.ClaimInput],
+                          namespace: NS = None) -> t.IngestResult:
+        if len(inputs) > MAX_BATCH_ITEMS:
+            raise coded(LimitExceededError(f"ingestMany takes at most {MAX_BATCH_ITEMS} inputs", field="inputs",
+                                           limit=MAX_BATCH_ITEMS))
+        res = await call(info, namespace, "write", lambda mem: mem.ingest_many([i.to_raw() for i in inputs]))
+        _count(info, namespace, res)
+        return t.IngestResult.from_pydantic(res)
+
+    @strawberry.mutation(description="Hide a claim; if it had superseded one, that one becomes current again.")
+    async def retract(self, info: strawberry.Info, id: str, reason: str,
+                      namespace: NS = None) -> t.RetractResult:
+        return t.RetractResult.from_pydantic(await call(info, namespace, "write", lambda mem: mem.retract(id, reason)))
+
+    @strawberry.mutation
+    async def register_policy(self, info: strawberry.Info, input: t.PolicyInput,
+                              namespace: NS = None) -> t.Policy:
+        pol = await call(info, namespace, "write", lambda mem: mem.register_policy(input.to_raw()))
+        return t.Policy.from_pydantic(pol)
+
+
+class FieldBudget(ValidationRule):
+    """A cheap complexity bound: the number of field selections in the document, fragments included."""
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self.count = 0
+
+    def enter_field(self, node: Any, *_: Any) -> None:
+        self.count += 1
+        if self.count == MAX_FIELDS + 1:
+            self.report_error(GraphQLError(f"the query selects more than {MAX_FIELDS} fields",
+                                           nodes=[node], extensions={"code": "LIMIT_EXCEEDED", "limit": MAX_FIELDS}))
+
+
+def _masked(error: GraphQLError) -> bool:
+    ext = error.extensions or {}
+    if "code" in ext:
+        return False
+    # Parse/validation errors describe the client's own query; they carry no internals.
+    return error.path is not None
+
+
+def build_schema() -> strawberry.Schema:
+    return strawberry.Schema(
+        query=Query, mutation=Mutation,
+        extensions=[
+            lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
+            lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
+            lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
+            lambda: AddValidationRules([FieldBudget]),
+            lambda: MaskErrors(should_mask_error=_masked, error_message="Internal error."),
+        ],
+    )
+
+
+schema = build_schema()

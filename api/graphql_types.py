@@ -1,0 +1,221 @@
+"""GraphQL types, derived from the Pydantic models in `schema/` so the two cannot drift apart.
+
+Literal fields become String, free-form dicts become the JSON scalar; everything else is taken
+field for field from the model (`all_fields=True`), so a new model field shows up in the SDL
+and the drift test notices.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import strawberry
+import strawberry.experimental.pydantic as sp
+from strawberry.scalars import JSON
+
+from schema import models as m
+
+
+@sp.type(model=m.Freshness, all_fields=True, description="How fresh an item is at the packet's reference time.")
+class Freshness:
+    status: str
+
+
+@sp.type(model=m.ClaimRef, all_fields=True)
+class ClaimRef:
+    pass
+
+
+@sp.type(model=m.Claim, all_fields=True, description="A stored claim with its current status.")
+class Claim:
+    status: str
+    metadata: JSON
+
+
+@sp.type(model=m.PacketItem, all_fields=True, description="One recalled claim, ranked.")
+class PacketItem:
+    metadata: JSON
+    freshness: Freshness
+    supersedes: str | None
+
+    @strawberry.field(description="The claim this item replaced, loaded in one batch for all items.")
+    async def superseded_claim(self, info: strawberry.Info) -> Claim | None:
+        if not self.supersedes:
+            return None
+        # The namespace rides along as a plain attribute (set by packet_to_gql), not a schema field.
+        namespace = str(getattr(self, "_namespace", ""))
+        found: m.Claim | None = await info.context["loaders"].claims.load((namespace, self.supersedes))
+        return None if found is None else Claim.from_pydantic(found)
+
+
+@sp.type(model=m.PacketContradiction, all_fields=True)
+class PacketContradiction:
+    other: ClaimRef
+
+
+@sp.type(model=m.PacketEdge, all_fields=True)
+class PacketEdge:
+    kind: str
+
+
+@sp.type(model=m.Belief, all_fields=True)
+class Belief:
+    pass
+
+
+@sp.type(model=m.Completeness, all_fields=True, description="True where a cap cut something off.")
+class Completeness:
+    pass
+
+
+@sp.type(model=m.HiddenCounts, all_fields=True, description="Candidates the visibility filter removed.")
+class HiddenCounts:
+    pass
+
+
+@sp.type(model=m.ContextPacket, all_fields=True, description="A bounded, replayable answer to recall.")
+class ContextPacket:
+    items: list[PacketItem]
+    contradictions: list[PacketContradiction]
+    edges: list[PacketEdge]
+    beliefs: list[Belief]
+    completeness: Completeness
+    hidden: HiddenCounts
+
+
+def packet_to_gql(packet: m.ContextPacket) -> ContextPacket:
+    out = ContextPacket.from_pydantic(packet)
+    for item in out.items:
+        item._namespace = packet.namespace  # type: ignore[attr-defined]
+    return out
+
+
+@sp.type(model=m.HistoryEvent, all_fields=True)
+class HistoryEvent:
+    kind: str
+
+
+@sp.type(model=m.HistoryEntry, all_fields=True)
+class HistoryEntry:
+    claim: Claim
+    events: list[HistoryEvent]
+
+
+@sp.type(model=m.ContradictionSettings, all_fields=True)
+class ContradictionSettings:
+    detectors: list[str]
+
+
+@sp.type(model=m.Policy, all_fields=True, description="An immutable, versioned set of recall knobs.")
+class Policy:
+    graph_expansion: str
+    contradiction: ContradictionSettings
+
+
+@strawberry.type
+class StatusCount:
+    status: str
+    count: int
+
+
+@strawberry.type(description="Store revision, projection progress and claim counts of a namespace.")
+class StoreStats:
+    namespace: str
+    revision: int
+    projections_seq: int
+    claims_by_status: list[StatusCount]
+
+
+def stats_to_gql(s: m.StoreStats) -> StoreStats:
+    return StoreStats(namespace=s.namespace, revision=s.revision, projections_seq=s.projections_seq,
+                      claims_by_status=[StatusCount(status=k, count=v) for k, v in s.claims_by_status.items()])
+
+
+@sp.type(model=m.IngestItemResult, all_fields=True)
+class IngestItemResult:
+    error: JSON | None
+
+
+@sp.type(model=m.IngestResult, all_fields=True)
+class IngestResult:
+    items: list[IngestItemResult]
+
+
+@sp.type(model=m.RetractResult, all_fields=True)
+class RetractResult:
+    pass
+
+
+@strawberry.type
+class ReplayResult:
+    packet: ContextPacket
+    recomputed_fingerprint: str
+    matches: bool
+
+
+@strawberry.type
+class PageInfo:
+    has_next_page: bool
+    end_cursor: str | None
+
+
+@strawberry.type
+class ClaimEdge:
+    cursor: str
+    node: Claim
+
+
+@strawberry.type(description="A Relay-style page of claims ordered by (revision, id).")
+class ClaimConnection:
+    edges: list[ClaimEdge]
+    page_info: PageInfo
+
+
+@strawberry.input
+class ClaimInput:
+    content: str
+    source: str
+    claim_key: str | None = None
+    tau: float | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+    metadata: JSON | None = None
+    idempotency_key: str | None = None
+
+    def to_raw(self) -> dict[str, Any]:
+        raw: dict[str, Any] = {
+            "content": self.content, "source": self.source, "claim_key": self.claim_key, "tau": self.tau,
+            "valid_from": self.valid_from, "valid_to": self.valid_to, "idempotency_key": self.idempotency_key,
+               "metadata": self.metadata if self.metadata is not None else {}}
+        return raw
+
+
+@strawberry.input
+class ClaimFilterInput:
+    source: str | None = None
+    claim_key: str | None = None
+    status: str | None = None
+    recorded_after: str | None = None
+    recorded_before: str | None = None
+    valid_at: str | None = None
+
+
+@strawberry.input(description="Knobs of a new policy version; omitted fields take the defaults.")
+class PolicyInput:
+    version: str
+    k: int | None = None
+    max_k: int | None = None
+    d: int | None = None
+    c: int | None = None
+    b: int | None = None
+    default_tau: float | None = None
+    oversampling: int | None = None
+    rrf_k: int | None = None
+    vector_weight: float | None = None
+    text_weight: float | None = None
+    graph_expansion: str | None = None
+    embedding_model: str | None = None
+    contradiction: JSON | None = None
+
+    def to_raw(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if v is not None}

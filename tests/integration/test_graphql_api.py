@@ -1,0 +1,224 @@
+"""End to end over HTTP against the ASGI app and the real Neo4j: queries, mutations, errors, tenancy, limits."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from api.auth import KeyStore, hash_key
+from api.memory import Memory
+
+pytestmark = pytest.mark.integration
+
+KEY_A, KEY_B, KEY_RO = "key-a-secret", "key-b-secret", "key-readonly-secret"
+
+
+@pytest.fixture
+def tenants(namespace: str, runtime: Any) -> Iterator[tuple[str, str]]:
+    other = namespace + "-b"
+    yield namespace, other
+    from tests.conftest import wipe_namespace
+
+    wipe_namespace(runtime.driver, other)
+
+
+@pytest.fixture
+def client(runtime: Any, tenants: tuple[str, str]) -> Iterator[TestClient]:
+    ns_a, ns_b = tenants
+    keys = KeyStore.from_json(json.dumps([
+        {"name": "a", "sha256": hash_key(KEY_A), "namespaces": {ns_a: ["read", "write"]}},
+        {"name": "b", "sha256": hash_key(KEY_B), "namespaces": {ns_b: ["read", "write"]}},
+        {"name": "ro", "sha256": hash_key(KEY_RO), "namespaces": {ns_a: ["read"]}},
+    ]))
+    with TestClient(create_app(runtime, keys=keys)) as c:
+        yield c
+
+
+def gql(client: TestClient, query: str, key: str | None = KEY_A, **variables: Any) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    resp = client.post("/graphql", json={"query": query, "variables": variables}, headers=headers)
+    assert resp.status_code in (200, 400), resp.text
+    body: dict[str, Any] = resp.json()
+    return body
+
+
+def codes(body: dict[str, Any]) -> list[str]:
+    return [e.get("extensions", {}).get("code") for e in body.get("errors") or []]
+
+
+INGEST = """mutation($input: ClaimInput!) { ingest(input: $input) { revision items { ok id supersedes duplicate } } }"""
+RECALL = """query($q: String!, $k: Int, $asOf: Int) { recall(query: $q, k: $k, asOfRevision: $asOf) {
+  storeRevision policyVersion fingerprint servedAt projectionsSeq referenceTime
+  items { id content rank score supersedes freshness { decay status } supersededClaim { id content status } }
+  hidden { superseded retracted } completeness { itemsTruncated } edges { kind } contradictions { itemId }
+  beliefs { id } } }"""
+
+
+def test_ingest_recall_and_nested_loader(client: TestClient) -> None:
+    first = gql(client, INGEST, input={"content": "VPN gateway is vpn-1", "source": "net", "claimKey": "vpn"})
+    assert not first.get("errors"), first
+    second = gql(client, INGEST, input={"content": "VPN gateway is vpn-2", "source": "net", "claimKey": "vpn"})
+    old_id = first["data"]["ingest"]["items"][0]["id"]
+    assert second["data"]["ingest"]["items"][0]["supersedes"] == old_id
+    packet = gql(client, RECALL, q="which VPN gateway do we use?")["data"]["recall"]
+    item = packet["items"][0]
+    assert item["content"] == "VPN gateway is vpn-2" and packet["hidden"]["superseded"] == 1
+    assert item["supersededClaim"] == {"id": old_id, "content": "VPN gateway is vpn-1", "status": "superseded"}
+    assert packet["storeRevision"] == 2 and len(packet["fingerprint"]) == 64
+    again = gql(client, RECALL, q="which VPN gateway do we use?")["data"]["recall"]
+    assert again["fingerprint"] == packet["fingerprint"]
+    as_of = gql(client, RECALL, q="which VPN gateway do we use?", asOf=1)["data"]["recall"]
+    assert as_of["items"][0]["content"] == "VPN gateway is vpn-1"
+
+
+def test_nested_claims_cost_one_round_trip(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(4):
+        for v in (1, 2):
+            gql(client, INGEST, input={"content": f"Shard {i} primary is node-{i}-{v}", "source": "db",
+                                       "claimKey": f"shard{i}"})
+    calls: list[int] = []
+    real = Memory.claims_by_ids
+
+    def counting(self: Memory, ids: Any) -> Any:
+        calls.append(len(list(ids)))
+        return real(self, ids)
+
+    monkeypatch.setattr(Memory, "claims_by_ids", counting)
+    packet = gql(client, RECALL, q="shard primary node", k=4)["data"]["recall"]
+    assert len(packet["items"]) == 4 and all(i["supersededClaim"] for i in packet["items"])
+    assert calls == [4]
+
+
+def test_ingest_many_history_claims_retract_stats(client: TestClient) -> None:
+    res = gql(client, """mutation($in: [ClaimInput!]!) { ingestMany(inputs: $in) {
+        revision items { index ok id error } } }""", **{"in": [
+        {"content": "Contract term is 12 months", "source": "legal", "claimKey": "term"},
+        {"content": "", "source": "legal"},
+        {"content": "Contract term is 24 months", "source": "legal", "claimKey": "term"},
+    ]})["data"]["ingestMany"]
+    assert [i["ok"] for i in res["items"]] == [True, False, True]
+    assert res["items"][1]["error"]["field"] == "content"
+    ids = [res["items"][0]["id"], res["items"][2]["id"]]
+    hist = gql(client, """{ history(claimKey: "term") { claim { id status } events { kind revision } } }""")
+    assert [h["claim"]["id"] for h in hist["data"]["history"]] == ids
+    page1 = gql(client, """{ claims(first: 1) { edges { cursor node { id } } pageInfo { hasNextPage endCursor } } }""")
+    conn = page1["data"]["claims"]
+    assert conn["pageInfo"]["hasNextPage"] and conn["edges"][0]["node"]["id"] == ids[0]
+    page2 = gql(client, """query($a: String) { claims(first: 5, after: $a, filter: {status: "current"}) {
+        edges { node { id status } } pageInfo { hasNextPage } } }""", a=conn["pageInfo"]["endCursor"])
+    assert [e["node"]["id"] for e in page2["data"]["claims"]["edges"]] == [ids[1]]
+    ret = gql(client, """mutation($id: String!) { retract(id: $id, reason: "drafting error") { revision restored } }""",
+              id=ids[1])
+    assert ret["data"]["retract"]["restored"] == ids[0]
+    one = gql(client, """query($id: String!) { claim(id: $id) { status content } }""", id=ids[0])
+    assert one["data"]["claim"]["status"] == "current"
+    stats = gql(client, "{ stats { revision projectionsSeq claimsByStatus { status count } } }")["data"]["stats"]
+    assert {s["status"]: s["count"] for s in stats["claimsByStatus"]} == {"current": 1, "retracted": 1}
+
+
+def test_policies_and_replay(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PALIMPSEST_LOG_PACKETS", "1")
+    reg = gql(client, """mutation { registerPolicy(input: {version: "p2", k: 3}) { version k maxK } }""")
+    assert reg["data"]["registerPolicy"] == {"version": "p2", "k": 3, "maxK": 50}
+    clash = gql(client, """mutation { registerPolicy(input: {version: "p2", k: 4}) { version } }""")
+    assert codes(clash) == ["CONFLICT"]
+    assert [p["version"] for p in gql(client, "{ policies { version } }")["data"]["policies"]] == ["default-v1", "p2"]
+    gql(client, INGEST, input={"content": "Standup is at 9:30", "source": "team"})
+    fp = gql(client, RECALL, q="when is standup?")["data"]["recall"]["fingerprint"]
+    gql(client, INGEST, input={"content": "Retro is on Fridays", "source": "team"})
+    rep = gql(client, """query($f: String!) { replay(fingerprint: $f) { matches recomputedFingerprint
+        packet { fingerprint } } }""", f=fp)["data"]["replay"]
+    assert rep["matches"] and rep["packet"]["fingerprint"] == fp == rep["recomputedFingerprint"]
+
+
+def test_error_codes_name_the_field(client: TestClient) -> None:
+    bad = gql(client, INGEST, input={"content": "x", "source": "s", "tau": -1})
+    assert codes(bad) == ["BAD_INPUT"] and bad["errors"][0]["extensions"]["field"] == "tau"
+    gql(client, INGEST, input={"content": "something", "source": "s"})
+    big_k = gql(client, RECALL, q="x", k=500)
+    assert codes(big_k) == ["LIMIT_EXCEEDED"] and big_k["errors"][0]["extensions"]["limit"] == 50
+    missing = gql(client, """{ claim(id: "nope") { id } }""")
+    assert codes(missing) == ["NOT_FOUND"]
+    assert "MATCH" not in json.dumps(missing) and "Traceback" not in json.dumps(missing)
+
+
+def test_tenancy_every_way_in(client: TestClient, tenants: tuple[str, str]) -> None:
+    _, ns_b = tenants
+    b_claim = gql(client, INGEST, key=KEY_B, input={"content": "B's secret roadmap", "source": "b"})
+    b_id = b_claim["data"]["ingest"]["items"][0]["id"]
+    gql(client, INGEST, key=KEY_A, input={"content": "A's public note", "source": "a"})
+    attempts = [
+        ("recall", """query($ns: String) { recall(query: "roadmap", namespace: $ns) { items { id } } }"""),
+        ("claims", """query($ns: String) { claims(namespace: $ns) { edges { node { id } } } }"""),
+        ("history", """query($ns: String) { history(claimKey: "x", namespace: $ns) { claim { id } } }"""),
+        ("stats", """query($ns: String) { stats(namespace: $ns) { revision } }"""),
+        ("policies", """query($ns: String) { policies(namespace: $ns) { version } }"""),
+        ("claim", 'query($ns: String) { claim(id: "' + b_id + '", namespace: $ns) { id } }'),
+        ("ingest", 'mutation($ns: String) { ingest(input: {content: "x", source: "y"}, namespace: $ns) { revision } }'),
+        ("retract", 'mutation($ns: String) { retract(id: "' + b_id + '", reason: "r", namespace: $ns) { revision } }'),
+    ]
+    for name, query in attempts:
+        assert codes(gql(client, query, key=KEY_A, ns=ns_b)) == ["FORBIDDEN"], name
+    # An id from B looked up in A's own namespace is simply not there.
+    assert codes(gql(client, """query($id: String!) { claim(id: $id) { id } }""", key=KEY_A, id=b_id)) == ["NOT_FOUND"]
+    # A's recall never shows B's claims.
+    items = gql(client, """{ recall(query: "secret roadmap") { items { content } } }""", key=KEY_A)
+    assert all("B's" not in i["content"] for i in items["data"]["recall"]["items"])
+    # Read-only key cannot write; no key and a wrong key are unauthenticated.
+    assert codes(gql(client, INGEST, key=KEY_RO, input={"content": "x", "source": "y"})) == ["FORBIDDEN"]
+    assert codes(gql(client, "{ stats { revision } }", key=None)) == ["UNAUTHENTICATED"]
+    assert codes(gql(client, "{ stats { revision } }", key="wrong")) == ["UNAUTHENTICATED"]
+    assert gql(client, "{ stats { revision } }", key=KEY_RO)["data"]["stats"]["revision"] >= 1
+
+
+def test_limits_depth_aliases_fields_and_body(client: TestClient) -> None:
+    gql(client, INGEST, input={"content": "limit probe", "source": "s"})
+    aliases = " ".join(f"a{i}: stats {{ revision }}" for i in range(25))
+    assert "aliases" in json.dumps(gql(client, "{ " + aliases + " }"))
+    fine = "{ recall(query: \"x\") { " + " ".join(f"f{i}: storeRevision" for i in range(19)) + " } }"
+    assert not gql(client, fine).get("errors")
+    wide = "{ stats { " + " revision" * 450 + " } }"
+    assert codes(gql(client, wide)) == ["LIMIT_EXCEEDED"]
+    huge = {"query": "{ stats { revision } }", "variables": {"pad": "x" * (3 * 1024 * 1024)}}
+    resp = client.post("/graphql", content=json.dumps(huge), headers={
+        "Authorization": f"Bearer {KEY_A}", "content-type": "application/json"})
+    assert resp.status_code == 413 and resp.json()["errors"][0]["extensions"]["code"] == "LIMIT_EXCEEDED"
+
+
+def test_internal_errors_are_masked_and_outages_coded(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from neo4j.exceptions import ServiceUnavailable
+
+    def boom(self: Memory) -> Any:
+        raise RuntimeError("MATCH (secret:Cypher) password=hunter2")
+
+    monkeypatch.setattr(Memory, "stats", boom)
+    body = gql(client, "{ stats { revision } }")
+    assert body["errors"][0]["message"] == "Internal error." and "hunter2" not in json.dumps(body)
+
+    def down(self: Memory, *a: Any, **k: Any) -> Any:
+        raise ServiceUnavailable("connection refused")
+
+    monkeypatch.setattr(Memory, "policies", down)
+    assert codes(gql(client, "{ policies { version } }")) == ["UNAVAILABLE"]
+
+
+def test_metrics_health_and_request_id(client: TestClient) -> None:
+    gql(client, INGEST, input={"content": "metrics probe", "source": "s"})
+    gql(client, RECALL, q="probe")
+    resp = client.get("/health", headers={"x-request-id": "abc123"})
+    assert resp.headers["x-request-id"] == "abc123"
+    assert resp.json()["worker"]["max_lag_revisions"] >= 0
+    text = client.get("/metrics").text
+    assert "palimpsest_recall_seconds_count 1.0" in text
+    assert 'palimpsest_ingested_claims_total{namespace=' in text
+    assert "palimpsest_http_request_seconds_bucket" in text and "palimpsest_worker_lag_revisions" in text
+
+
+def test_graphiql_is_served(client: TestClient) -> None:
+    resp = client.get("/graphql", headers={"accept": "text/html"})
+    assert resp.status_code == 200 and "graphiql" in resp.text.lower()
