@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import HTTPConnection
 from strawberry.fastapi import GraphQLRouter
 
 from api.auth import KeyStore
@@ -31,7 +32,7 @@ MAX_BODY_BYTES = int(os.environ.get("PALIMPSEST_MAX_BODY_BYTES", str(2 * 1024 * 
 REQUEST_TIMEOUT_S = float(os.environ.get("PALIMPSEST_REQUEST_TIMEOUT_S", "30"))
 
 
-def _api_key(request: Request) -> str | None:
+def _api_key(request: HTTPConnection) -> str | None:
     header = request.headers.get("authorization", "")
     if header.lower().startswith("bearer "):
         return header[7:].strip()
@@ -88,10 +89,13 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
 
     app.add_middleware(RequestContext)
 
-    async def context(request: Request, response: Response) -> dict[str, Any]:
-        ctx: dict[str, Any] = {"request": request, "response": response, "runtime": request.app.state.runtime,
+    async def context(connection: HTTPConnection) -> dict[str, Any]:
+        """Shared by HTTP and WebSocket (subscriptions): both carry the key in their headers."""
+        request = connection
+        ctx: dict[str, Any] = {"runtime": request.app.state.runtime,
                                "loaders": Loaders(request.app.state.runtime), "metrics": metrics,
-                               "timeout_s": REQUEST_TIMEOUT_S, "principal": None, "auth_error": None,
+                               "timeout_s": REQUEST_TIMEOUT_S,
+                               "subscription_poll_s": float(os.environ.get("PALIMPSEST_SUBSCRIPTION_POLL_S", "1.0")), "principal": None, "auth_error": None,
                                "log_packets": os.environ.get("PALIMPSEST_LOG_PACKETS", "") == "1"}
         try:
             ctx["principal"] = request.app.state.keys.authenticate(_api_key(request))

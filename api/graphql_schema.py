@@ -7,8 +7,9 @@ code is masked, so no stack trace or Cypher ever reaches a client.
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Annotated, Any, TypeVar
 
 import anyio
@@ -27,7 +28,7 @@ from graph.claim_queries import ClaimFilter, encode_cursor
 from schema.errors import BadInputError, LimitExceededError, PalimpsestError, UnavailableError
 from schema.limits import MAX_BATCH_ITEMS
 from schema.models import Claim as ClaimModel
-from schema.models import IngestResult
+from schema.models import ContradictionRecord, IngestResult
 
 R = TypeVar("R")
 
@@ -161,6 +162,12 @@ class Query:
     async def policy(self, info: strawberry.Info, version: str, namespace: NS = None) -> t.Policy:
         return t.Policy.from_pydantic(await call(info, namespace, "read", lambda mem: mem.policy(version)))
 
+    @strawberry.field(description="Detected contradictions, newest first.")
+    async def contradictions(self, info: strawberry.Info, since: str | None = None, first: int = 20,
+                             namespace: NS = None) -> list[t.Contradiction]:
+        found = await call(info, namespace, "read", lambda mem: mem.contradictions(since, first))
+        return [t.Contradiction.from_pydantic(c) for c in found]
+
     @strawberry.field
     async def stats(self, info: strawberry.Info, namespace: NS = None) -> t.StoreStats:
         return t.stats_to_gql(await call(info, namespace, "read", lambda mem: mem.stats()))
@@ -200,6 +207,30 @@ class Mutation:
         return t.Policy.from_pydantic(pol)
 
 
+@strawberry.type
+class Subscription:
+    @strawberry.subscription(description="New contradictions in a namespace as the worker finds them.")
+    async def contradictions(self, info: strawberry.Info, after_revision: int = 0,
+                             namespace: NS = None) -> AsyncGenerator[t.Contradiction, None]:
+        cursor = after_revision
+        poll = float(info.context.get("subscription_poll_s", 1.0))
+        page = 200
+        while True:
+            found = await call(info, namespace, "read", functools.partial(_after, revision=cursor, limit=page))
+            if len(found) == page and found[0].revision != found[-1].revision:
+                # Only whole revisions advance the cursor; the rest comes in the next round.
+                found = [r for r in found if r.revision < found[-1].revision]
+            for record in found:
+                cursor = max(cursor, record.revision)
+                yield t.Contradiction.from_pydantic(record)
+            if not found:
+                await anyio.sleep(poll)
+
+
+def _after(mem: Memory, *, revision: int, limit: int) -> list[ContradictionRecord]:
+    return mem.contradictions_after(revision, limit)
+
+
 class FieldBudget(ValidationRule):
     """A cheap complexity bound: the number of field selections in the document, fragments included."""
 
@@ -224,7 +255,7 @@ def _masked(error: GraphQLError) -> bool:
 
 def build_schema() -> strawberry.Schema:
     return strawberry.Schema(
-        query=Query, mutation=Mutation,
+        query=Query, mutation=Mutation, subscription=Subscription,
         extensions=[
             lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
             lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),

@@ -219,3 +219,9 @@ class PolicyInput:
 
     def to_raw(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self).items() if v is not None}
+
+
+@sp.type(model=m.ContradictionRecord, all_fields=True, description="Two claims that cannot both be true.")
+class Contradiction:
+    claim: ClaimRef
+    other: ClaimRef

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from api.runtime import Runtime
-from graph import claim_queries, packet_log, policies, store
+from graph import claim_queries, contradiction_queries, packet_log, policies, store
 from graph import history as history_q
 from graph.claim_queries import ClaimFilter
 from graph.recall import RecallRequest
@@ -28,6 +28,7 @@ from schema.models import (
     Claim,
     ClaimInput,
     ContextPacket,
+    ContradictionRecord,
     HistoryEntry,
     IngestItemResult,
     IngestResult,
@@ -164,6 +165,16 @@ class Memory:
     def claims_by_ids(self, ids: Sequence[str]) -> dict[str, Claim]:
         return claim_queries.claims_by_ids(self.rt.driver, self.namespace, list(ids), DEFAULT_POLICY.default_tau,
                                            self._db)
+
+    def contradictions(self, since: datetime | str | None = None, first: int = 20) -> list[ContradictionRecord]:
+        if not isinstance(first, int) or not 1 <= first <= limits.MAX_PAGE:
+            raise LimitExceededError(f"first must be between 1 and {limits.MAX_PAGE}", field="first",
+                                     limit=limits.MAX_PAGE)
+        return contradiction_queries.recent_contradictions(self.rt.driver, self.namespace,
+                                                           parse_time(since, "since"), first, self._db)
+
+    def contradictions_after(self, revision: int, limit: int = 100) -> list[ContradictionRecord]:
+        return contradiction_queries.contradictions_after(self.rt.driver, self.namespace, revision, limit, self._db)
 
     def history(self, claim_key: str) -> list[HistoryEntry]:
         if not claim_key or len(claim_key) > limits.MAX_CLAIM_KEY_CHARS:

@@ -292,3 +292,14 @@ class StoreStats(BaseModel):
 
 def now_utc() -> datetime:
     return datetime.now(UTC)
+
+
+class ContradictionRecord(BaseModel):
+    """A detected conflict between two claims, as stored: newer claim → older claim."""
+
+    claim: ClaimRef
+    other: ClaimRef
+    score: float
+    method: str
+    detected_at: str
+    revision: int

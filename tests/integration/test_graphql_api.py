@@ -222,3 +222,47 @@ def test_metrics_health_and_request_id(client: TestClient) -> None:
 def test_graphiql_is_served(client: TestClient) -> None:
     resp = client.get("/graphql", headers={"accept": "text/html"})
     assert resp.status_code == 200 and "graphiql" in resp.text.lower()
+
+
+def _plant_contradiction(runtime: Any, ns: str, a: str, b: str, revision: int) -> None:
+    """Write an edge the way the background worker does, to test the read side on its own."""
+    runtime.driver.execute_query(
+        "MATCH (x:Claim {namespace: $ns, id: $a}), (y:Claim {namespace: $ns, id: $b}) "
+        "CREATE (x)-[:CONTRADICTS {score: 0.9, method: 'heuristic', detected_at: datetime(), revision: $rev}]->(y)",
+        ns=ns, a=a, b=b, rev=revision)
+
+
+def test_contradictions_query_and_subscription(client: TestClient, runtime: Any, tenants: tuple[str, str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PALIMPSEST_SUBSCRIPTION_POLL_S", "0.1")
+    ns_a, ns_b = tenants
+    ids = []
+    for text in ("The API is healthy", "The API is down", "Deploys are allowed", "Deploys are prohibited"):
+        ids.append(gql(client, INGEST, input={"content": text, "source": "ops"})["data"]["ingest"]["items"][0]["id"])
+    _plant_contradiction(runtime, ns_a, ids[1], ids[0], 2)
+    listed = gql(client, "{ contradictions { claim { id } other { id content } method revision } }")
+    assert listed["data"]["contradictions"] == [
+        {"claim": {"id": ids[1]}, "other": {"id": ids[0], "content": "The API is healthy"}, "method": "heuristic",
+         "revision": 2}]
+    headers = {"Authorization": f"Bearer {KEY_A}"}
+    with client.websocket_connect("/graphql", subprotocols=["graphql-transport-ws"], headers=headers) as ws:
+        ws.send_json({"type": "connection_init"})
+        assert ws.receive_json()["type"] == "connection_ack"
+        ws.send_json({"id": "1", "type": "subscribe", "payload": {
+            "query": "subscription { contradictions { claim { content } other { content } revision } }"}})
+        first = ws.receive_json()
+        assert first["type"] == "next" and first["payload"]["data"]["contradictions"]["revision"] == 2
+        _plant_contradiction(runtime, ns_a, ids[3], ids[2], 4)
+        second = ws.receive_json()
+        assert second["payload"]["data"]["contradictions"]["claim"]["content"] == "Deploys are prohibited"
+        ws.send_json({"id": "1", "type": "complete"})
+    with client.websocket_connect("/graphql", subprotocols=["graphql-transport-ws"], headers=headers) as ws:
+        ws.send_json({"type": "connection_init"})
+        ws.receive_json()
+        ws.send_json({"id": "2", "type": "subscribe", "payload": {
+            "query": "subscription($ns: String) { contradictions(namespace: $ns) { revision } }",
+            "variables": {"ns": ns_b}}})
+        denied = ws.receive_json()
+        assert denied["type"] in {"next", "error"}
+        errors = denied["payload"]["errors"] if denied["type"] == "next" else denied["payload"]
+        assert errors[0]["extensions"]["code"] == "FORBIDDEN"
