@@ -30,6 +30,7 @@ from schema.errors import PalimpsestError
 
 MAX_BODY_BYTES = int(os.environ.get("PALIMPSEST_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
 REQUEST_TIMEOUT_S = float(os.environ.get("PALIMPSEST_REQUEST_TIMEOUT_S", "30"))
+SUBSCRIPTION_POLL_S = float(os.environ.get("PALIMPSEST_SUBSCRIPTION_POLL_S", "1.0"))
 
 
 def _api_key(request: HTTPConnection) -> str | None:
@@ -95,7 +96,7 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
         ctx: dict[str, Any] = {"runtime": request.app.state.runtime,
                                "loaders": Loaders(request.app.state.runtime), "metrics": metrics,
                                "timeout_s": REQUEST_TIMEOUT_S,
-                               "subscription_poll_s": float(os.environ.get("PALIMPSEST_SUBSCRIPTION_POLL_S", "1.0")), "principal": None, "auth_error": None,
+                               "subscription_poll_s": SUBSCRIPTION_POLL_S, "principal": None, "auth_error": None,
                                "log_packets": os.environ.get("PALIMPSEST_LOG_PACKETS", "") == "1"}
         try:
             ctx["principal"] = request.app.state.keys.authenticate(_api_key(request))

@@ -134,12 +134,13 @@ class Query:
     async def claim(self, info: strawberry.Info, id: str, namespace: NS = None) -> t.Claim:
         return t.Claim.from_pydantic(await call(info, namespace, "read", lambda mem: mem.claim(id)))
 
-    @strawberry.field(description="Claims ordered by (revision, id), filtered, cursor-paginated.")
+    @strawberry.field(description="Claims in write order (revision, batch position, id), filtered, paginated.")
     async def claims(self, info: strawberry.Info, filter: t.ClaimFilterInput | None = None, first: int = 20,
                      after: str | None = None, namespace: NS = None) -> t.ClaimConnection:
         flt = _filter(filter)
         rows, more = await call(info, namespace, "read", lambda mem: mem.claims(flt, first=first, after=after))
-        edges = [t.ClaimEdge(cursor=encode_cursor(c.revision, c.id), node=t.Claim.from_pydantic(c)) for c in rows]
+        edges = [t.ClaimEdge(cursor=encode_cursor(c.revision, pos, c.id), node=t.Claim.from_pydantic(c))
+                 for c, pos in rows]
         return t.ClaimConnection(edges=edges, page_info=t.PageInfo(
             has_next_page=more, end_cursor=edges[-1].cursor if edges else None))
 

@@ -165,7 +165,7 @@ class ClaimEdge:
     node: Claim
 
 
-@strawberry.type(description="A Relay-style page of claims ordered by (revision, id).")
+@strawberry.type(description="A Relay-style page of claims in write order.")
 class ClaimConnection:
     edges: list[ClaimEdge]
     page_info: PageInfo

@@ -155,7 +155,7 @@ class Memory:
         return store.get_claim(self.rt.driver, self.namespace, claim_id, DEFAULT_POLICY.default_tau, self._db)
 
     def claims(self, flt: ClaimFilter | None = None, *, first: int = 20,
-               after: str | None = None) -> tuple[list[Claim], bool]:
+               after: str | None = None) -> tuple[list[tuple[Claim, int]], bool]:
         if not isinstance(first, int) or not 1 <= first <= limits.MAX_PAGE:
             raise LimitExceededError(f"first must be between 1 and {limits.MAX_PAGE}", field="first",
                                      limit=limits.MAX_PAGE)

@@ -1,6 +1,7 @@
 """Listing and batch lookup of claims: keyset pagination and one-round-trip loads for DataLoaders.
 
-Pagination is by (revision, id) — a total order that new writes only extend — so a cursor stays
+Pagination is by (revision, batch position, id) — a total order that new writes only extend, and
+that keeps a batch in the order it was sent — so a cursor stays
 valid while agents keep writing, unlike OFFSET paging.
 """
 
@@ -29,36 +30,38 @@ class ClaimFilter:
     valid_at: datetime | None = None
 
 
-def encode_cursor(revision: int, claim_id: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps([revision, claim_id]).encode()).decode()
+def encode_cursor(revision: int, position: int, claim_id: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps([revision, position, claim_id]).encode()).decode()
 
 
-def decode_cursor(cursor: str) -> tuple[int, str]:
+def decode_cursor(cursor: str) -> tuple[int, int, str]:
     try:
-        revision, claim_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return int(revision), str(claim_id)
+        revision, position, claim_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return int(revision), int(position), str(claim_id)
     except (ValueError, TypeError) as exc:
         raise BadInputError("after is not a cursor this service issued", field="after") from exc
 
 
 def list_claims(driver: Driver, namespace: str, flt: ClaimFilter, first: int, after: str | None,
-                default_tau: float, database: str | None = None) -> tuple[list[Claim], bool]:
-    """One page plus whether another follows (fetches first + 1 to know)."""
-    start_rev, start_id = decode_cursor(after) if after else (-1, "")
+                default_tau: float, database: str | None = None) -> tuple[list[tuple[Claim, int]], bool]:
+    """One page of (claim, batch position) plus whether another follows (fetches first + 1 to know)."""
+    start_rev, start_pos, start_id = decode_cursor(after) if after else (-1, -1, "")
     records, _, _ = driver.execute_query(
         "MATCH (c:Claim {namespace: $ns}) "
-        "WHERE (c.revision > $rev OR (c.revision = $rev AND c.id > $id)) "
+        "WITH c, coalesce(c.batch_index, 0) AS pos "
+        "WHERE (c.revision > $rev OR (c.revision = $rev AND (pos > $pos OR (pos = $pos AND c.id > $id)))) "
         "AND ($source IS NULL OR c.source = $source) AND ($key IS NULL OR c.claim_key = $key) "
         "AND ($status IS NULL OR c.status = $status) "
         "AND ($after IS NULL OR c.recorded_at > $after) AND ($before IS NULL OR c.recorded_at < $before) "
         "AND ($valid_at IS NULL OR ((c.valid_from IS NULL OR c.valid_from <= $valid_at) "
-        "     AND (c.valid_to IS NULL OR c.valid_to > $valid_at))) "
-        f"RETURN {CLAIM_FIELDS} AS c ORDER BY c.revision, c.id LIMIT $limit",
-        ns=namespace, rev=start_rev, id=start_id, source=flt.source, key=flt.claim_key, status=flt.status,
+        "    AND (c.valid_to IS NULL OR c.valid_to > $valid_at))) "
+        f"RETURN {CLAIM_FIELDS} AS c, pos ORDER BY c.revision, pos, c.id LIMIT $limit",
+        ns=namespace, rev=start_rev, pos=start_pos, id=start_id, source=flt.source, key=flt.claim_key,
+        status=flt.status,
         after=flt.recorded_after, before=flt.recorded_before, valid_at=flt.valid_at, limit=first + 1,
         database_=database, routing_="r",
     )
-    claims = [claim_from_record(dict(r["c"]), default_tau) for r in records]
+    claims = [(claim_from_record(dict(r["c"]), default_tau), int(r["pos"])) for r in records]
     return claims[:first], len(claims) > first
 
 

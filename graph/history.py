@@ -21,11 +21,12 @@ from schema.models import HistoryEntry, HistoryEvent, StoreStats, iso
 def history(driver: Driver, namespace: str, claim_key: str, default_tau: float,
             database: str | None = None) -> list[HistoryEntry]:
     records, _, _ = driver.execute_query(
-        f"MATCH (c:Claim {{namespace: $ns, claim_key: $key}}) WITH c ORDER BY c.revision, c.id LIMIT $limit "
+        "MATCH (c:Claim {namespace: $ns, claim_key: $key}) "
+        "WITH c ORDER BY c.revision, c.batch_index, c.id LIMIT $limit "
         "OPTIONAL MATCH (newer:Claim)-[s:SUPERSEDES]->(c) "
         "WITH c, collect(CASE WHEN s IS NOT NULL THEN {by: newer.id, revision: s.revision, at: s.at, "
         "undone: s.undone_at_revision, undone_at: s.undone_at} END) AS sup, c.retracted_at AS rat "
-        f"RETURN {CLAIM_FIELDS} AS c, sup, rat ORDER BY c.revision, c.id",
+        f"RETURN {CLAIM_FIELDS} AS c, sup, rat ORDER BY c.revision, c.batch_index, c.id",
         ns=namespace, key=claim_key, limit=MAX_HISTORY, database_=database, routing_="r",
     )
     if not records:

@@ -49,6 +49,7 @@ def _props(p: PreparedClaim, namespace: str) -> dict[str, Any]:
         "namespace": namespace,
         "content": c.content,
         "content_hash": hashlib.sha256(c.content.encode()).hexdigest(),
+        "batch_index": p.index,  # order within one revision: a chain inside a batch stays in order
         "source": c.source,
         "metadata_json": json.dumps(c.metadata, sort_keys=True, separators=(",", ":")),
     }
@@ -194,7 +195,8 @@ def retract(driver: Driver, namespace: str, claim_id: str, reason: str,
 
 CLAIM_FIELDS = (
     "c {.id, .namespace, .content, .source, .claim_key, .tau, .metadata_json, .recorded_at, .revision, "
-    ".valid_from, .valid_to, .status, .superseded_at_revision, .retracted_at_revision, .retraction_reason}"
+    ".valid_from, .valid_to, .status, .superseded_at_revision, .retracted_at_revision, .retraction_reason, "
+    ".batch_index}"
 )
 
 
