@@ -31,7 +31,7 @@ neo4j-stop: install
 	$(BIN)/palimpsest neo4j stop
 
 run: neo4j
-	$(BIN)/palimpsest serve --host 127.0.0.1 --port 8000
+	$(BIN)/palimpsest serve --host 127.0.0.1 --port 8000 --demo
 
 lint: install
 	$(BIN)/ruff check schema graph extraction api tests benchmarks

@@ -65,11 +65,34 @@ def neo4j_status() -> None:
 def serve(
     host: Annotated[str, typer.Option(help="interface to bind")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
+    demo: Annotated[bool, typer.Option(help="load the 'demo' namespace on first start")] = False,
 ) -> None:
-    """Serve the HTTP API (GraphQL at /graphql, health at /health)."""
+    """Serve the HTTP API (GraphQL + GraphiQL at /graphql, /health, /metrics)."""
     import uvicorn
 
-    uvicorn.run("api.app:create_app", factory=True, host=host, port=port, log_level="info")
+    from api.app import create_app
+    from api.demo import load_demo
+
+    uvicorn.run(create_app(on_startup=load_demo if demo else None), host=host, port=port, log_level="warning")
+
+
+@app.command("mcp")
+def mcp_cmd(
+    namespace: Namespace = "default",
+    transport: Annotated[str, typer.Option(help="stdio or http")] = "stdio",
+    host: Annotated[str, typer.Option()] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8001,
+) -> None:
+    """Serve the MCP tools remember / recall / history / retract for one namespace."""
+    from api.mcp_server import build_mcp
+
+    server = build_mcp(_memory(namespace))
+    if transport == "stdio":
+        server.run()
+    elif transport == "http":
+        server.run(transport="streamable-http", host=host, port=port, streamable_http_path="/mcp")
+    else:
+        _fail("transport must be 'stdio' or 'http'")
 
 
 @app.command("migrate")
@@ -203,6 +226,56 @@ def export_schema(out: Annotated[Path, typer.Option(help="where to write the SDL
 
     out.write_text(schema.as_str() + "\n", encoding="utf-8")
     console.print(f"wrote {out}")
+
+
+@app.command("worker")
+def worker_cmd(
+    namespaces: Annotated[list[str] | None, typer.Option(
+        "--namespace", "-n", help="only these namespaces (repeatable); default: all with pending work")] = None,
+    interval: Annotated[float, typer.Option(min=0.05, help="seconds between polls")] = 2.0,
+    once: Annotated[bool, typer.Option("--once", help="one pass over pending namespaces, then exit")] = False,
+    policy: Annotated[str | None, typer.Option(help="policy version for detection (default: default-v1)")] = None,
+    batch: Annotated[int, typer.Option(min=1, max=limits.MAX_BATCH_ITEMS, help="claims per batch")] = 200,
+    nli_model: Annotated[str | None, typer.Option(help="NLI cross-encoder name or local path")] = None,
+    llm_rps: Annotated[float, typer.Option(min=0, help="max LLM judge calls per second (0 = unlimited)")] = 2.0,
+) -> None:
+    """Run the background projections (contradiction detection) as its own process.
+
+    Prints one JSON line per namespace pass that processed something; with --once, exits 0
+    after one pass (1 if a pass failed). Ctrl-C stops the loop cleanly between passes.
+    """
+    import time as _time
+
+    from api.runtime import Runtime
+    from api.worker import ProjectionWorker, WorkerConfig
+    from extraction.contradiction import DetectorOptions
+
+    options = DetectorOptions(nli_model=nli_model, llm_max_calls_per_second=llm_rps or None)
+    config = WorkerConfig(policy_version=policy, batch_claims=batch, detector_options=options)
+    try:
+        rt = Runtime.from_env()
+    except PalimpsestError as exc:
+        _fail(exc.message)
+        return
+    with rt:
+        worker = ProjectionWorker(rt, config)
+        try:
+            while True:
+                try:
+                    reports = worker.run_pending(namespaces or None)
+                except PalimpsestError as exc:
+                    if once:
+                        _fail(f"{exc.code}: {exc.message}")
+                    console.print(f"[yellow]pass failed:[/] {exc.code}: {exc.message}")
+                    reports = []
+                for report in reports:
+                    if report.batches or once:
+                        print(json.dumps(report.as_dict()), flush=True)
+                if once:
+                    return
+                _time.sleep(interval)
+        except KeyboardInterrupt:
+            console.print("worker stopped")
 
 
 def main() -> None:  # pragma: no cover - console entry

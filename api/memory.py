@@ -7,11 +7,12 @@ item in a batch gets its own typed error and the rest of the batch still lands.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -22,7 +23,7 @@ from graph.claim_queries import ClaimFilter
 from graph.recall import RecallRequest
 from graph.recall import recall as recall_q
 from schema import limits
-from schema.errors import BadInputError, LimitExceededError, PalimpsestError
+from schema.errors import BadInputError, LimitExceededError, NotFoundError, PalimpsestError
 from schema.models import (
     DEFAULT_POLICY,
     Claim,
@@ -37,6 +38,9 @@ from schema.models import (
     StoreStats,
     utc,
 )
+
+if TYPE_CHECKING:
+    from api.worker import BackgroundWorker, PassReport, WorkerConfig
 
 _LIMIT_CTX = ("max_length", "min_length", "gt", "ge", "lt", "le")
 
@@ -235,6 +239,48 @@ class Memory:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+    # ---- projections (background worker) -------------------------------------------------
+    def wait_for_projections(self, revision: int, timeout: float = 30.0, *, poll: float = 0.05) -> int:
+        """Block until the background projections have processed `revision`; return projections_seq.
+
+        For tests and careful callers that must see the contradictions of what they just wrote.
+        Raises ProjectionsTimeoutError if the worker has not got there within `timeout` seconds.
+        """
+        from graph.projections import projections_state
+        from schema.errors import ProjectionsTimeoutError
+
+        if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
+            raise BadInputError("revision must be a non-negative integer", field="revision")
+        if not isinstance(timeout, int | float) or timeout < 0:
+            raise BadInputError("timeout must be a non-negative number of seconds", field="timeout")
+        deadline = time.monotonic() + float(timeout)
+        while True:
+            state = projections_state(self.rt.driver, self.namespace, self._db)
+            seq = state.projections_seq if state else 0
+            if seq >= revision:
+                return seq
+            if state is None:
+                raise NotFoundError(f"unknown namespace {self.namespace!r}: nothing was ever written there",
+                                    field="namespace")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ProjectionsTimeoutError(
+                    f"projections of {self.namespace!r} reached revision {seq}, not {revision}, within {timeout}s "
+                    f"(store revision {state.revision}); is a worker running?", field="revision", limit=seq)
+            time.sleep(min(poll, remaining))
+
+    def run_projections(self, config: WorkerConfig | None = None) -> PassReport:
+        """Run one worker pass for this namespace now, synchronously, in this thread."""
+        from api.worker import run_once
+
+        return run_once(self.rt, self.namespace, config)
+
+    def start_worker(self, *, interval: float = 0.5, config: WorkerConfig | None = None) -> BackgroundWorker:
+        """Start a background worker thread for this namespace; stop it with `.stop()` (or use `with`)."""
+        from api.worker import BackgroundWorker
+
+        return BackgroundWorker(self.rt, namespaces=[self.namespace], interval=interval, config=config).start()
 
 
 def parse_time(value: datetime | str | None, field: str) -> datetime | None:
