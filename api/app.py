@@ -41,8 +41,12 @@ def _api_key(request: HTTPConnection) -> str | None:
 
 
 def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
-               on_startup: Callable[[Runtime], None] | None = None) -> FastAPI:
-    """Tests pass their own runtime and keys; `palimpsest serve` builds both from the environment."""
+               on_startup: Callable[[Runtime], None] | None = None, worker: bool = False) -> FastAPI:
+    """Tests pass their own runtime and keys; `palimpsest serve` builds both from the environment.
+
+    `worker=True` runs the projections worker (contradiction detection) in a thread of this
+    process, for single-machine deployments; larger ones run `palimpsest worker` separately.
+    """
     log = configure_json_logging()
     metrics = Metrics()
 
@@ -55,9 +59,17 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
             log.warning("auth is in local mode: no API keys configured, every namespace is open")
         if on_startup is not None:
             on_startup(app.state.runtime)
+        background = None
+        if worker:
+            from api.worker import BackgroundWorker, WorkerConfig
+
+            # A few batches per namespace per pass: one big backlog never starves the others.
+            background = BackgroundWorker(app.state.runtime, config=WorkerConfig(max_batches_per_pass=4)).start()
         try:
             yield
         finally:
+            if background is not None:
+                background.stop()
             if owned:
                 app.state.runtime.close()
 

@@ -66,6 +66,7 @@ def serve(
     host: Annotated[str, typer.Option(help="interface to bind")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
     demo: Annotated[bool, typer.Option(help="load the 'demo' namespace on first start")] = False,
+    worker: Annotated[bool, typer.Option(help="run the projections worker in this process")] = True,
 ) -> None:
     """Serve the HTTP API (GraphQL + GraphiQL at /graphql, /health, /metrics)."""
     import uvicorn
@@ -73,7 +74,8 @@ def serve(
     from api.app import create_app
     from api.demo import load_demo
 
-    uvicorn.run(create_app(on_startup=load_demo if demo else None), host=host, port=port, log_level="warning")
+    app_ = create_app(on_startup=load_demo if demo else None, worker=worker)
+    uvicorn.run(app_, host=host, port=port, log_level="warning")
 
 
 @app.command("mcp")

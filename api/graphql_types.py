@@ -109,6 +109,7 @@ class ContradictionSettings:
 @sp.type(model=m.Policy, all_fields=True, description="An immutable, versioned set of recall knobs.")
 class Policy:
     graph_expansion: str
+    fusion: str
     contradiction: ContradictionSettings
 
 
@@ -214,6 +215,8 @@ class PolicyInput:
     vector_weight: float | None = None
     text_weight: float | None = None
     graph_expansion: str | None = None
+    fusion: str | None = None
+    identifier_boost: float | None = None
     embedding_model: str | None = None
     contradiction: JSON | None = None
 

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from api.runtime import Runtime
+from extraction.entities import canonical, query_phrases
 from graph import claim_queries, contradiction_queries, packet_log, policies, store
+from graph import entities as entity_q
 from graph import history as history_q
 from graph.claim_queries import ClaimFilter
 from graph.recall import RecallRequest
@@ -208,7 +210,9 @@ class Memory:
             raise BadInputError("as_of_revision must be a non-negative integer", field="as_of_revision")
         when = parse_time(valid_at, "valid_at")
         vector = self.rt.embedder.embed_query(query.strip())
-        req = RecallRequest(self.namespace, query.strip(), vector, pol, k, as_of_revision, when, projections_seq)
+        phrases = tuple(query_phrases(query.strip())) if pol.graph_expansion == "ppr" else ()
+        req = RecallRequest(self.namespace, query.strip(), vector, pol, k, as_of_revision, when, projections_seq,
+                            phrases)
         packet = recall_q(self.rt.driver, req, self._db)
         if self.log_packets:
             packet_log.log_packet(self.rt.driver, packet, self._db)
@@ -281,6 +285,37 @@ class Memory:
         from api.worker import BackgroundWorker
 
         return BackgroundWorker(self.rt, namespaces=[self.namespace], interval=interval, config=config).start()
+
+
+    # ---- entities (knowledge graph) -------------------------------------------------------
+    def entity(self, entity_id: str) -> dict[str, Any]:
+        """One entity with its names, type, PageRank and number of mentioning claims."""
+        return entity_q.get_entity(self.rt.driver, self.namespace, entity_id, self._db)
+
+    def find_entities(self, name: str) -> list[dict[str, Any]]:
+        """Entities whose canonical name equals the canonical form of `name` ("Checkout-API" → "checkout api")."""
+        key = canonical(name or "")
+        if not key:
+            raise BadInputError("name must contain a letter or digit", field="name")
+        return entity_q.find_entities(self.rt.driver, self.namespace, [key], self._db)
+
+    def entity_neighbours(self, entity_id: str, first: int = 20) -> list[dict[str, Any]]:
+        """RELATED neighbours, by co-mention weight, then PageRank, then id."""
+        return entity_q.neighbourhood(self.rt.driver, self.namespace, entity_id, first, self._db)
+
+    def entity_path(self, source_id: str, target_id: str, max_hops: int = 4) -> list[dict[str, Any]]:
+        """One shortest RELATED path between two entities (ends included), [] if none within max_hops."""
+        return entity_q.shortest_path(self.rt.driver, self.namespace, source_id, target_id, max_hops, self._db)
+
+    def top_entities(self, first: int = 20) -> list[dict[str, Any]]:
+        """Entities by global PageRank as last computed by the worker."""
+        return entity_q.top_entities(self.rt.driver, self.namespace, first, self._db)
+
+    def refresh_pagerank(self, *, force: bool = True) -> bool:
+        """Recompute global PageRank now (the worker does it when the graph grew enough); True if it ran."""
+        from graph.gds import refresh_pagerank
+
+        return refresh_pagerank(self.rt.driver, self.namespace, force=force, database=self._db).ran
 
 
 def parse_time(value: datetime | str | None, field: str) -> datetime | None:

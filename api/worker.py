@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.runtime import Runtime
+from extraction import entities as ent
 from extraction.contradiction import (
     Detector,
     DetectorFactory,
@@ -37,7 +38,8 @@ from extraction.contradiction import (
     TextPair,
     detect_contradictions,
 )
-from graph import policies
+from graph import entities as graph_entities
+from graph import gds, policies
 from graph import projections as proj
 from schema.errors import NotFoundError
 from schema.models import DEFAULT_POLICY, Policy
@@ -55,6 +57,16 @@ class WorkerConfig:
     batch_claims: int = 200
     max_batches_per_pass: int | None = None
     detector_options: DetectorOptions = field(default_factory=DetectorOptions)
+    # The entity job (after the contradiction job, committed in the same transaction).
+    entities: bool = True
+    extractor: ent.ExtractorOptions = field(default_factory=ent.ExtractorOptions)
+    # Near-duplicate merging by embedding similarity (names embedded with the runtime's embedder).
+    entity_embeddings: bool = True
+    entity_merge_threshold: float = 0.92
+    # Global PageRank refresh when the entity graph grew enough since the last run.
+    pagerank: bool = True
+    pagerank_min_growth: float = 0.1
+    pagerank_min_new_entities: int = 50
 
 
 @dataclass
@@ -72,6 +84,9 @@ class PassReport:
     verdicts: int = 0
     contradictions: int = 0
     edges_created: int = 0
+    entities_created: int = 0
+    mentions_created: int = 0
+    pagerank_runs: int = 0
     detector_failures: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -85,6 +100,8 @@ class PassReport:
                 "to_seq": self.to_seq, "store_revision": self.store_revision, "batches": self.batches,
                 "subjects": self.subjects, "pairs": self.pairs, "verdicts": self.verdicts,
                 "contradictions": self.contradictions, "edges_created": self.edges_created,
+                "entities_created": self.entities_created, "mentions_created": self.mentions_created,
+                "pagerank_runs": self.pagerank_runs,
                 "detector_failures": dict(sorted(self.detector_failures.items())), "problems": self.problems,
                 "seconds": round(self.seconds, 4)}
 
@@ -103,6 +120,7 @@ class ProjectionWorker:
         self.factory = DetectorFactory(self.config.detector_options)
         self.fixed_detectors = list(detectors) if detectors is not None else None
         self.failures: Counter[str] = Counter()
+        self._gds: bool | None = None
 
     @property
     def _db(self) -> str | None:
@@ -134,8 +152,15 @@ class ProjectionWorker:
             batch = proj.read_batch(self.rt.driver, namespace, self.config.batch_claims, self._db)
             if batch is None:
                 break
-            self._process(batch, policy, detectors, report)
             report.store_revision = max(report.store_revision, batch.store_revision)
+            try:
+                self._process(batch, policy, detectors, report)
+            except proj.StaleBatchError:
+                # Another worker committed this batch first; its edges are the same, so re-read and go on.
+                log.info("projections %s: batch from %d already committed elsewhere", namespace, batch.from_seq)
+                continue
+        if self.config.entities and self.config.pagerank and report.entities_created + report.mentions_created:
+            self._refresh_pagerank(namespace, report)
         report.seconds = time.perf_counter() - started
         if report.batches:
             log.info("projections %s: %s", namespace, report.as_dict())
@@ -143,17 +168,22 @@ class ProjectionWorker:
 
     def _process(self, batch: proj.Batch, policy: Policy, detectors: Sequence[Detector], report: PassReport) -> None:
         settings = policy.contradiction
+        # No detectors, no verdicts: skip the (vector-index heavy) candidate search altogether.
         pairs = proj.candidate_pairs(
             self.rt.driver, batch.namespace, batch.subjects, neighbour_similarity=settings.neighbour_similarity,
             max_pairs_per_claim=settings.max_pairs_per_claim, database=self._db,
-        )
+        ) if detectors else []
         result = detect_contradictions([TextPair(p.newer_content, p.older_content) for p in pairs], detectors)
         for method in result.failures:
             self.failures[method] += 1
             report.detector_failures[method] = report.detector_failures.get(method, 0) + 1
         edges = [proj.EdgeWrite(pairs[i].newer_id, pairs[i].older_id, v.method, v.score, pairs[i].revision, v.reason)
                  for i, v in result.contradictions]
-        committed = proj.commit_batch(self.rt.driver, batch.namespace, batch.from_seq, batch.to_seq, edges, self._db)
+        entity_batch = self._entities(batch) if self.config.entities else None
+        committed = proj.commit_batch(self.rt.driver, batch.namespace, batch.from_seq, batch.to_seq, edges, self._db,
+                                      entities=entity_batch)
+        report.entities_created += committed.entity_counters.get("entities_created", 0)
+        report.mentions_created += committed.entity_counters.get("mentions_created", 0)
         report.batches += 1
         report.to_seq = committed.to_seq
         report.subjects += len(batch.subjects)
@@ -161,6 +191,60 @@ class ProjectionWorker:
         report.verdicts += len(result.verdicts)
         report.contradictions += len(result.contradictions)
         report.edges_created += committed.edges_created
+
+    def _entities(self, batch: proj.Batch) -> graph_entities.EntityBatch:
+        """The entity job for one batch: link to known entities, propose, resolve, backfill older claims."""
+        cfg, ns = self.config, batch.namespace
+        seen: set[str] = set()
+        claims: list[ent.ClaimText] = []
+        for s in batch.subjects:
+            if s.id not in seen:
+                seen.add(s.id)
+                claims.append(ent.ClaimText(s.id, s.content, s.metadata, s.revision))
+        if not claims:
+            return graph_entities.EntityBatch()
+        known = [ent.KnownEntity(r.id, r.name, r.aliases)
+                 for r in graph_entities.load_dictionary(self.rt.driver, ns, self._db)]
+        linked = ent.link_and_propose(claims, ent.build_matcher(known), cfg.extractor)
+        vectors: dict[str, list[float]] = {}
+        neighbours: dict[str, list[ent.Neighbour]] = {}
+        if cfg.entity_embeddings and linked.unresolved:
+            surfaces: dict[str, str] = {}
+            for p in sorted(linked.unresolved, key=lambda p: (p.revision, p.claim_id, p.mention.canonical)):
+                surfaces.setdefault(p.mention.canonical, p.mention.surface)
+            keys = sorted(surfaces)
+            vectors = dict(zip(keys, self.rt.embedder.embed([surfaces[k] for k in keys]), strict=True))
+            if known:
+                found = graph_entities.nearest_entities(self.rt.driver, ns, vectors, 3, self._db)
+                neighbours = {k: [ent.Neighbour(i, n, c) for i, n, c in v] for k, v in found.items()}
+        result = ent.resolve(ns, claims, linked, vectors=vectors, neighbours=neighbours,
+                             threshold=cfg.entity_merge_threshold)
+        mentions = list(result.mentions)
+        if result.new_entities and batch.from_seq > 0:
+            older = graph_entities.claims_naming(self.rt.driver, ns, [e.canonical for e in result.new_entities],
+                                                 batch.from_seq, database=self._db)
+            mentions.extend(ent.backfill_links(older, result.new_entities))
+        return graph_entities.EntityBatch(
+            new_entities=[{"id": e.id, "name": e.name, "canonical": e.canonical, "type": e.type,
+                           "revision": e.revision, "embedding": vectors.get(e.canonical)}
+                          for e in result.new_entities],
+            aliases=[{"id": eid, "alias": a} for eid, aliases in sorted(result.aliases.items()) for a in aliases],
+            mentions=[{"claim": c, "entity": e, "revision": r} for c, e, r in sorted(set(mentions))],
+        )
+
+    def _refresh_pagerank(self, namespace: str, report: PassReport) -> None:
+        if self._gds is None:
+            self._gds = gds.gds_available(self.rt.driver, self._db)
+        if not self._gds:
+            return
+        try:
+            run = gds.refresh_pagerank(self.rt.driver, namespace, min_growth=self.config.pagerank_min_growth,
+                                       min_new_entities=self.config.pagerank_min_new_entities, database=self._db)
+        except Exception as exc:  # a derived view: never stall projections behind it
+            report.problems.append(f"pagerank: {type(exc).__name__}: {exc}")
+            log.exception("pagerank refresh of %s failed", namespace)
+            return
+        report.pagerank_runs += int(run.ran)
 
     def run_pending(self, namespaces: Sequence[str] | None = None) -> list[PassReport]:
         """One pass over every namespace with pending work (or over the given ones)."""

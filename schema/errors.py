@@ -57,3 +57,13 @@ class UnauthenticatedError(PalimpsestError):
 
 class ForbiddenError(PalimpsestError):
     code = "FORBIDDEN"
+
+
+class ProjectionsTimeoutError(UnavailableError, TimeoutError):
+    """The background projections did not reach the awaited revision in time.
+
+    A subclass of UnavailableError (the store is fine, a derived view is behind), with its own
+    code so a caller can tell "retry later" from "the database is down".
+    """
+
+    code = "PROJECTIONS_TIMEOUT"

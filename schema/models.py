@@ -93,10 +93,19 @@ class Policy(BaseModel):
     b: int = Field(default=5, ge=0, le=100)
     default_tau: float = Field(default=30 * 24 * 3600.0, gt=0, le=limits.MAX_TAU_SECONDS)
     oversampling: int = Field(default=4, ge=1, le=50)
+    fusion: Literal["linear", "rrf"] = "linear"
+    identifier_boost: float = Field(default=2.0, ge=1, le=10)
     rrf_k: int = Field(default=60, ge=1, le=1000)
     vector_weight: float = Field(default=1.0, ge=0, le=10)
     text_weight: float = Field(default=1.0, ge=0, le=10)
     graph_expansion: Literal["none", "ppr"] = "none"
+    # Personalized PageRank expansion (graph_expansion = "ppr"): the weight of its ranked list in
+    # the fusion, the probability of following an edge, how many seed entities (most specific
+    # first) and how many top vector candidates lend their entities as seeds.
+    graph_weight: float = Field(default=1.0, ge=0, le=10)
+    ppr_damping: float = Field(default=0.5, gt=0, lt=1)
+    ppr_seeds: int = Field(default=8, ge=1, le=100)
+    ppr_seed_candidates: int = Field(default=5, ge=0, le=100)
     embedding_model: str = "all-MiniLM-L6-v2"
     contradiction: ContradictionSettings = Field(default_factory=ContradictionSettings)
 
@@ -201,6 +210,9 @@ class PacketItem(BaseModel):
     lexical_score: float | None
     freshness: Freshness
     supersedes: str | None = None
+    # Set when the query matched an older version of this claim's key better than this one:
+    # the id of that version. The item is still the current value.
+    matched_via: str | None = None
 
 
 class ClaimRef(BaseModel):

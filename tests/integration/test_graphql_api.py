@@ -266,3 +266,57 @@ def test_contradictions_query_and_subscription(client: TestClient, runtime: Any,
         assert denied["type"] in {"next", "error"}
         errors = denied["payload"]["errors"] if denied["type"] == "next" else denied["payload"]
         assert errors[0]["extensions"]["code"] == "FORBIDDEN"
+
+
+def test_database_down_is_unavailable_for_real(embedder: Any) -> None:
+    """A driver pointed at a port where no Neo4j listens: the API answers UNAVAILABLE and /health 503."""
+    import socket
+
+    from neo4j import GraphDatabase
+
+    from api.runtime import Runtime
+    from graph.connection import Neo4jSettings
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    uri = f"bolt://127.0.0.1:{port}"
+    drv = GraphDatabase.driver(uri, connection_timeout=1, connection_acquisition_timeout=2)
+    rt = Runtime(Neo4jSettings(uri=uri), drv, embedder, schema_version=0)
+    try:
+        with TestClient(create_app(rt, keys=KeyStore([]))) as c:
+            body = c.post("/graphql", json={"query": "{ stats { revision } }"}).json()
+            assert codes(body) == ["UNAVAILABLE"]
+            assert c.get("/health").status_code == 503
+    finally:
+        drv.close()
+
+
+def test_in_process_worker_surfaces_contradictions_in_packets(runtime: Any, namespace: str) -> None:
+    import time
+
+    with TestClient(create_app(runtime, keys=KeyStore([]), worker=True)) as c:
+        def q(query: str, **variables: Any) -> dict[str, Any]:
+            body: dict[str, Any] = c.post("/graphql", json={"query": query, "variables": variables}).json()
+            return body
+
+        q(INGEST.replace("ingest(input: $input)", "ingest(input: $input, namespace: $ns)").replace(
+            "($input: ClaimInput!)", "($input: ClaimInput!, $ns: String)"),
+          input={"content": "The checkout-api service is healthy", "source": "monitor"}, ns=namespace)
+        q(INGEST.replace("ingest(input: $input)", "ingest(input: $input, namespace: $ns)").replace(
+            "($input: ClaimInput!)", "($input: ClaimInput!, $ns: String)"),
+          input={"content": "The checkout-api service is down", "source": "pager"}, ns=namespace)
+        deadline = time.monotonic() + 60
+        stats: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            stats = q("query($ns: String) { stats(namespace: $ns) { revision projectionsSeq } }", ns=namespace)
+            if stats["data"]["stats"]["projectionsSeq"] == stats["data"]["stats"]["revision"]:
+                break
+            time.sleep(0.2)
+        assert stats["data"]["stats"]["projectionsSeq"] == 2
+        packet = q("""query($ns: String) { recall(query: "is checkout-api up?", namespace: $ns) {
+            projectionsSeq items { id content } contradictions { itemId other { content } method } } }""",
+                   ns=namespace)["data"]["recall"]
+        assert packet["projectionsSeq"] == 2
+        others = {c["other"]["content"] for c in packet["contradictions"]}
+        assert others == {"The checkout-api service is healthy", "The checkout-api service is down"}

@@ -185,3 +185,25 @@ def test_namespaces_are_isolated(runtime: Any, namespace: str) -> None:
         from tests.conftest import wipe_namespace
 
         wipe_namespace(runtime.driver, namespace + "-b")
+
+
+def test_query_worded_like_an_old_version_finds_the_current_one(memory: Memory) -> None:
+    old = memory.ingest("Per the Acme-Borealis contract, total damages may not exceed 5 million dollars",
+                        source="contract-v1", claim_key="acme.liability")
+    new = memory.ingest("Liability cap amended to 10 million", source="amendment-2", claim_key="acme.liability")
+    memory.ingest("The Acme-Borealis contract is filed under CR-1012", source="registry")
+    packet = memory.recall("how much in damages can be claimed under the Acme-Borealis contract?", k=3)
+    ids = [i.id for i in packet.items]
+    assert old.id not in ids and new.id in ids
+    item = next(i for i in packet.items if i.id == new.id)
+    assert item.matched_via == old.id  # it was found through its older wording
+    assert packet.hidden.superseded == 1
+
+
+def test_identifier_terms_separate_similar_subjects(memory: Memory) -> None:
+    memory.ingest_many([
+        {"content": "The p99 latency budget of checkout-scheduler is 250 ms", "source": "slo"},
+        {"content": "The profile-scheduler 99th-percentile latency target is 300 ms", "source": "slo"},
+    ])
+    top = memory.recall("How fast must checkout-scheduler answer at the 99th percentile?", k=1).items[0]
+    assert "checkout-scheduler" in top.content

@@ -1,0 +1,1 @@
+"""Benchmarks: runnable measurements of Palimpsest against simpler baselines (`python -m benchmarks.<name>`)."""

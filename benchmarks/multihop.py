@@ -1,0 +1,283 @@
+"""Multi-hop passage retrieval: does personalized PageRank over the entity graph find the second hop?
+
+Why it is built this way:
+
+* **Public multi-hop sets, as HippoRAG packages them.** MuSiQue train-100 (1,890 passages) and
+  HotpotQA train-100 (994 passages), read from `--data` (never copied into the repository). Each
+  passage is one claim: content = passage text, metadata `subject` = its title, so the offline
+  extractor's *declared subject* makes every title an entity that other passages can link to —
+  the hyperlink structure multi-hop questions follow.
+* **Passage Recall@2 / Recall@5** as in HippoRAG: the share of a question's gold passages among
+  the top k, averaged over questions.
+* **Baselines run side by side in one process on one Neo4j**: dense = the `claim_embedding`
+  vector index top-k; BM25 = the `claim_content` fulltext index (Lucene BM25) top-k; hybrid =
+  Palimpsest recall (vector + fulltext pool, linear fusion); hybrid + PPR = the same with
+  `graph_expansion: ppr`. Extra configurations (RRF, weights, damping, seeds) are reported too,
+  including the ones that did not help.
+* **Tune on MuSiQue only**: `--tune` runs the grid on MuSiQue; HotpotQA is reported with the
+  configuration chosen there, untouched.
+* **Latency** is per recall call after the query embeddings are cached (every mode gets the same
+  cached vector), so it measures retrieval, not the embedding model; p50 / p95 over questions.
+* **Ingest** is timed in two parts: write (embed + store) and projections (the background
+  worker's entity job + PageRank; contradiction detectors are off here).
+
+Run `python -m benchmarks.multihop --data ../shared/data [--datasets musique hotpotqa] [--pooled]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
+CLEANUP_CYPHER = (
+    "MATCH (n:Claim|Store|Commit|Policy|PacketLog|Entity|Fact {namespace: $ns}) "
+    "WITH n LIMIT 5000 DETACH DELETE n RETURN count(*) AS deleted"
+)
+DENSE_CYPHER = (
+    "CALL db.index.vector.queryNodes('claim_embedding', $n, $vec) YIELD node, score WHERE node.namespace = $ns "
+    "RETURN node.id AS id ORDER BY score DESC, id LIMIT $k"
+)
+BM25_CYPHER = (
+    "CALL db.index.fulltext.queryNodes('claim_content', $q, {limit: $n}) YIELD node, score "
+    "WHERE node.namespace = $ns RETURN node.id AS id ORDER BY score DESC, id LIMIT $k"
+)
+
+
+@dataclass
+class Passage:
+    title: str
+    text: str
+
+
+@dataclass
+class Question:
+    qid: str
+    question: str
+    gold: list[int]  # passage indexes
+
+
+@dataclass
+class Dataset:
+    name: str
+    passages: list[Passage]
+    questions: list[Question]
+    distractors: int = 0
+
+
+def load_musique(root: Path) -> Dataset:
+    base = root / "hipporag_musique_train100"
+    corpus = json.loads((base / "musique_train_corpus.json").read_text())
+    passages = [Passage(c["title"], c["text"]) for c in corpus]
+    index = {(p.title, p.text): i for i, p in enumerate(passages)}
+    questions = []
+    for q in json.loads((base / "musique_train.json").read_text()):
+        gold = sorted({index[(p["title"], p["paragraph_text"])] for p in q["paragraphs"] if p["is_supporting"]})
+        questions.append(Question(q["id"], q["question"], gold))
+    return Dataset("musique", passages, questions)
+
+
+def load_hotpotqa(root: Path) -> Dataset:
+    base = root / "hipporag_hotpotqa_train100"
+    corpus = json.loads((base / "hotpotqa_train_corpus.json").read_text())
+    passages = [Passage(title, "".join(sents)) for title, sents in corpus.items()]
+    index = {p.title: i for i, p in enumerate(passages)}
+    questions = []
+    for q in json.loads((base / "hotpotqa_train.json").read_text()):
+        gold = sorted({index[t] for t, _ in q["supporting_facts"]})
+        questions.append(Question(q["_id"], q["question"], gold))
+    return Dataset("hotpotqa", passages, questions)
+
+
+def with_distractors(ds: Dataset, root: Path) -> Dataset:
+    extra = json.loads((root / "hipporag_2wiki_corpus_only" / "2wikimultihopqa_corpus.json").read_text())
+    seen = {(p.title, p.text) for p in ds.passages}
+    added = [Passage(e["title"], e["text"]) for e in extra if (e["title"], e["text"]) not in seen]
+    return Dataset(f"{ds.name}+2wiki", ds.passages + added, ds.questions, len(added))
+
+
+@dataclass
+class ModeResult:
+    mode: str
+    recall_at_2: float
+    recall_at_5: float
+    p50_ms: float
+    p95_ms: float
+    deterministic: bool | None = None
+    note: str = ""
+
+
+@dataclass
+class DatasetResult:
+    dataset: str
+    passages: int
+    questions: int
+    write_seconds: float
+    projections_seconds: float
+    entities: int
+    mentions: int
+    related: int
+    modes: list[ModeResult] = field(default_factory=list)
+
+
+def _recall_at(ranked: list[int], gold: list[int], k: int) -> float:
+    return len(set(ranked[:k]) & set(gold)) / len(gold)
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool = False,
+                single_names: bool = False) -> DatasetResult:
+    from api.memory import Memory
+    from api.runtime import Runtime
+    from api.worker import ProjectionWorker, WorkerConfig
+    from extraction.entities import ExtractorOptions
+    from graph.recall import lucene_query
+
+    rt = Runtime.from_env()
+    ns = f"bench-multihop-{ds.name.replace('+', '-')}-{uuid.uuid4().hex[:8]}"
+    mem = Memory(rt, ns)
+    try:
+        started = time.perf_counter()
+        ids: list[str] = []
+        for i in range(0, len(ds.passages), 1000):
+            chunk = ds.passages[i:i + 1000]
+            res = mem.ingest_many([{"content": p.text, "source": "wiki", "metadata": {"subject": p.title}}
+                                   for p in chunk])
+            ids.extend(str(it.id) for it in res.items)
+        write_s = time.perf_counter() - started
+        started = time.perf_counter()
+        # Exact canonical merging only: embedding every proposed name costs ~40 s per 5k names on this CPU.
+        config = WorkerConfig(batch_claims=500, extractor=ExtractorOptions(single_names=single_names),
+                              entity_embeddings=False)
+        worker = ProjectionWorker(rt, config, detectors=[])
+        worker.run_once(ns)
+        proj_s = time.perf_counter() - started
+        counts, _, _ = rt.driver.execute_query(
+            "CALL () { MATCH (e:Entity {namespace: $ns}) RETURN count(e) AS e } "
+            "CALL () { MATCH (:Claim {namespace: $ns})-[m:MENTIONS]->() RETURN count(m) AS m } "
+            "CALL () { MATCH (:Entity {namespace: $ns})-[r:RELATED]->() RETURN count(r) AS r } RETURN e, m, r", ns=ns)
+        result = DatasetResult(ds.name, len(ds.passages), len(ds.questions), round(write_s, 2), round(proj_s, 2),
+                               int(counts[0]["e"]), int(counts[0]["m"]), int(counts[0]["r"]))
+        index_of = {cid: i for i, cid in enumerate(ids)}
+        vectors = {q.qid: rt.embedder.embed_query(q.question) for q in ds.questions}  # cached from here on
+
+        def baseline(mode: str) -> ModeResult:
+            r2, r5, times = [], [], []
+            for q in ds.questions:
+                t = time.perf_counter()
+                if mode == "dense":
+                    rows, _, _ = rt.driver.execute_query(DENSE_CYPHER, n=200, vec=vectors[q.qid], ns=ns, k=5,
+                                                         routing_="r")
+                else:
+                    rows, _, _ = rt.driver.execute_query(BM25_CYPHER, n=200, q=lucene_query(q.question) or "x",
+                                                         ns=ns, k=5, routing_="r")
+                times.append((time.perf_counter() - t) * 1000)
+                ranked = [index_of[r["id"]] for r in rows]
+                r2.append(_recall_at(ranked, q.gold, 2))
+                r5.append(_recall_at(ranked, q.gold, 5))
+            return ModeResult(mode, _mean(r2), _mean(r5), round(_pct(times, 0.5), 1), round(_pct(times, 0.95), 1))
+
+        result.modes += [baseline("dense"), baseline("bm25")]
+        for name, knobs in policies.items():
+            mem.register_policy({"version": name, "k": 5, **knobs})
+            r2, r5, times = [], [], []
+            stable = True
+            for n, q in enumerate(ds.questions):
+                t = time.perf_counter()
+                packet = mem.recall(q.question, policy_version=name, k=5)
+                times.append((time.perf_counter() - t) * 1000)
+                if n < 10:
+                    again = mem.recall(q.question, policy_version=name, k=5)
+                    stable = stable and packet.fingerprint == again.fingerprint
+                ranked = [index_of[it.id] for it in packet.items]
+                r2.append(_recall_at(ranked, q.gold, 2))
+                r5.append(_recall_at(ranked, q.gold, 5))
+            result.modes.append(ModeResult(name, _mean(r2), _mean(r5), round(_pct(times, 0.5), 1),
+                                           round(_pct(times, 0.95), 1), stable, json.dumps(knobs, sort_keys=True)))
+        return result
+    finally:
+        if not keep:
+            while rt.driver.execute_query(CLEANUP_CYPHER, ns=ns)[0][0]["deleted"]:
+                pass
+        rt.close()
+
+
+def _mean(values: list[float]) -> float:
+    return round(100 * statistics.fmean(values), 1)
+
+
+BASE = {"hybrid": {}, "hybrid+ppr": {"graph_expansion": "ppr"}}
+GRID = {
+    "hybrid-rrf": {"fusion": "rrf"},
+    "ppr-rrf": {"graph_expansion": "ppr", "fusion": "rrf"},
+    "ppr-w0.5": {"graph_expansion": "ppr", "graph_weight": 0.5},
+    "ppr-w2": {"graph_expansion": "ppr", "graph_weight": 2.0},
+    "ppr-d0.75": {"graph_expansion": "ppr", "ppr_damping": 0.75},
+    "ppr-seeds3": {"graph_expansion": "ppr", "ppr_seeds": 3},
+    "ppr-seeds15": {"graph_expansion": "ppr", "ppr_seeds": 15},
+    "ppr-cand0": {"graph_expansion": "ppr", "ppr_seed_candidates": 0},
+    "ppr-cand10": {"graph_expansion": "ppr", "ppr_seed_candidates": 10},
+}
+
+
+def table(results: list[DatasetResult]) -> str:
+    lines = []
+    for r in results:
+        lines.append(f"\n**{r.dataset}** — {r.passages} passages, {r.questions} questions; write {r.write_seconds}s, "
+                     f"projections {r.projections_seconds}s; {r.entities} entities, {r.mentions} mentions, "
+                     f"{r.related} RELATED\n")
+        lines.append("| mode | R@2 | R@5 | p50 ms | p95 ms | deterministic | knobs |")
+        lines.append("|---|---:|---:|---:|---:|---|---|")
+        for m in r.modes:
+            det = "" if m.deterministic is None else ("yes" if m.deterministic else "NO")
+            lines.append(f"| {m.mode} | {m.recall_at_2} | {m.recall_at_5} | {m.p50_ms} | {m.p95_ms} | {det} | "
+                         f"{m.note} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
+    ap.add_argument("--datasets", nargs="+", default=["musique", "hotpotqa"], choices=["musique", "hotpotqa"])
+    ap.add_argument("--tune", action="store_true", help="run the configuration grid on MuSiQue")
+    ap.add_argument("--pooled", action="store_true", help="also run with the 2Wiki corpus as distractors")
+    ap.add_argument("--single-names", action="store_true", help="extractor proposes single capitalised words too")
+    ap.add_argument("--policy", type=str, default=None, help="JSON knobs of the hybrid+ppr mode (the tuned choice)")
+    ap.add_argument("--out", type=Path, default=DEFAULT_RESULTS_DIR / "multihop-latest.json")
+    args = ap.parse_args(argv)
+    base = dict(BASE)
+    if args.policy:
+        base["hybrid+ppr"] = {"graph_expansion": "ppr", **json.loads(args.policy)}
+    loaders = {"musique": load_musique, "hotpotqa": load_hotpotqa}
+    results = []
+    for name in args.datasets:
+        ds = loaders[name](args.data)
+        policies = base | (GRID if args.tune and name == "musique" else {})
+        results.append(run_dataset(ds, policies, single_names=args.single_names))
+        if args.pooled:
+            results.append(run_dataset(with_distractors(ds, args.data), base, single_names=args.single_names))
+        print(table(results[-2 if args.pooled else -1:]), flush=True)
+    payload = {"benchmark": "multihop", "at": datetime.now(UTC).isoformat(), "python": platform.python_version(),
+               "single_names": args.single_names, "tuned_on": "musique",
+               "results": [r.__dict__ | {"modes": [m.__dict__ for m in r.modes]} for r in results]}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(payload, indent=2))
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

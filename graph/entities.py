@@ -1,0 +1,233 @@
+"""Entities in the store: the worker's reads and writes, and the graph queries the API serves.
+
+Writes happen inside the projections commit (`graph.projections.commit_batch`), in the same
+transaction that advances `projections_seq`, so a batch's entities, links and contradiction
+edges land together or not at all. Every write is idempotent:
+
+* `Entity` is MERGEd on a deterministic id (hash of namespace and canonical name);
+* `MENTIONS` is MERGEd with the revision of its first detection (`ON CREATE`), which is what
+  lets recall at revision R / projections_seq S see exactly the links that existed then;
+* `RELATED.weight` is *recounted* (claims mentioning both ends) rather than incremented, so a
+  re-run can never double-count.
+
+`RELATED` edges are stored once per unordered pair, from the smaller id to the larger, and
+projected UNDIRECTED for PageRank. The queries below never call a model: vectors come in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from neo4j import Driver, ManagedTransaction
+
+from schema.errors import BadInputError, NotFoundError
+
+
+@dataclass(frozen=True)
+class EntityRow:
+    id: str
+    name: str
+    canonical: str
+    aliases: tuple[str, ...]
+
+
+@dataclass
+class EntityBatch:
+    """What the entity job decided for one projections batch (plain rows: graph never sees extraction types)."""
+
+    new_entities: list[dict[str, Any]] = field(default_factory=list)  # id, name, canonical, type, revision, embedding
+    aliases: list[dict[str, Any]] = field(default_factory=list)       # id, alias
+    mentions: list[dict[str, Any]] = field(default_factory=list)      # claim, entity, revision
+
+    def __bool__(self) -> bool:
+        return bool(self.new_entities or self.aliases or self.mentions)
+
+
+# ------------------------------------------------------------------------------------ worker reads
+def load_dictionary(driver: Driver, namespace: str, database: str | None = None) -> list[EntityRow]:
+    """Every entity of the namespace with its names, ordered by id (the matcher's input)."""
+    records, _, _ = driver.execute_query(
+        "MATCH (e:Entity {namespace: $ns}) RETURN e.id AS id, e.name AS name, e.canonical AS canonical, "
+        "coalesce(e.aliases, []) AS aliases ORDER BY id",
+        ns=namespace, database_=database, routing_="r",
+    )
+    return [EntityRow(r["id"], r["name"], r["canonical"], tuple(r["aliases"])) for r in records]
+
+
+def nearest_entities(driver: Driver, namespace: str, vectors: Mapping[str, Sequence[float]], k: int = 3,
+                     database: str | None = None) -> dict[str, list[tuple[str, str, float]]]:
+    """For each key's vector, the k nearest entities of the namespace: (id, name, cosine in [-1, 1])."""
+    if not vectors:
+        return {}
+    rows = [{"key": key, "v": list(vec)} for key, vec in sorted(vectors.items())]
+    records, _, _ = driver.execute_query(
+        "UNWIND $rows AS row "
+        "CALL (row) { CALL db.index.vector.queryNodes('entity_embedding', $fetch, row.v) YIELD node, score "
+        "  WITH node, score WHERE node.namespace = $ns RETURN node, score ORDER BY score DESC, node.id LIMIT $k } "
+        "RETURN row.key AS key, node.id AS id, node.name AS name, score",
+        rows=rows, ns=namespace, k=k, fetch=max(k * 10, 50), database_=database, routing_="r",
+    )
+    out: dict[str, list[tuple[str, str, float]]] = {}
+    for r in records:
+        out.setdefault(r["key"], []).append((r["id"], r["name"], round(2.0 * float(r["score"]) - 1.0, 6)))
+    return out
+
+
+def claims_naming(driver: Driver, namespace: str, phrases: Sequence[str], max_revision: int,
+                  per_phrase: int = 200, database: str | None = None) -> list[tuple[str, str]]:
+    """Older claims (revision ≤ max_revision) whose text may contain one of the phrases, via the
+    fulltext index as a phrase query: candidates only — the caller verifies with its matcher."""
+    safe = sorted({p for p in phrases if p and all(tok.isalnum() for tok in p.split())})
+    if not safe or max_revision <= 0:
+        return []
+    records, _, _ = driver.execute_query(
+        "UNWIND $phrases AS p "
+        "CALL (p) { CALL db.index.fulltext.queryNodes('claim_content', '\"' + p + '\"', {limit: $limit}) "
+        "  YIELD node WITH node WHERE node.namespace = $ns AND node.revision <= $rev RETURN node } "
+        "RETURN DISTINCT node.id AS id, node.content AS content ORDER BY id",
+        phrases=safe, ns=namespace, rev=max_revision, limit=per_phrase, database_=database, routing_="r",
+    )
+    return [(r["id"], r["content"]) for r in records]
+
+
+# ------------------------------------------------------------------------------------ worker write
+def write_entity_batch(tx: ManagedTransaction, namespace: str, batch: EntityBatch) -> dict[str, int]:
+    """MERGE entities, aliases and MENTIONS; recount RELATED weights of the pairs the batch touched."""
+    counters = {"entities_created": 0, "mentions_created": 0, "related_touched": 0}
+    if batch.new_entities:
+        summary = tx.run(
+            "UNWIND $rows AS row MERGE (e:Entity {id: row.id}) "
+            "ON CREATE SET e.namespace = $ns, e.name = row.name, e.canonical = row.canonical, e.type = row.type, "
+            "e.aliases = [], e.revision = row.revision, e.created_at = datetime.transaction() "
+            "WITH e, row WHERE row.embedding IS NOT NULL AND e.embedding IS NULL "
+            "CALL db.create.setNodeVectorProperty(e, 'embedding', row.embedding)",
+            rows=batch.new_entities, ns=namespace,
+        ).consume()
+        counters["entities_created"] = summary.counters.nodes_created
+    if batch.aliases:
+        tx.run(
+            "UNWIND $rows AS row MATCH (e:Entity {namespace: $ns, id: row.id}) "
+            "WITH e, row WHERE NOT row.alias IN coalesce(e.aliases, []) AND row.alias <> e.name "
+            "SET e.aliases = coalesce(e.aliases, []) + row.alias",
+            rows=batch.aliases, ns=namespace,
+        ).consume()
+    if batch.mentions:
+        summary = tx.run(
+            "UNWIND $rows AS row "
+            "MATCH (c:Claim {namespace: $ns, id: row.claim}), (e:Entity {namespace: $ns, id: row.entity}) "
+            "MERGE (c)-[m:MENTIONS]->(e) ON CREATE SET m.revision = row.revision",
+            rows=batch.mentions, ns=namespace,
+        ).consume()
+        counters["mentions_created"] = summary.counters.relationships_created
+        record = tx.run(
+            "UNWIND $claims AS cid "
+            "MATCH (:Claim {namespace: $ns, id: cid})-[:MENTIONS]->(a:Entity), (:Claim {namespace: $ns, id: cid})"
+            "-[:MENTIONS]->(b:Entity) WHERE a.id < b.id "
+            "WITH DISTINCT a, b "
+            "CALL (a, b) { MATCH (a)<-[:MENTIONS]-(x:Claim {namespace: $ns})-[:MENTIONS]->(b) "
+            "  RETURN count(DISTINCT x) AS w, min(x.revision) AS first } "
+            "MERGE (a)-[r:RELATED]->(b) ON CREATE SET r.revision = first SET r.weight = toFloat(w) "
+            "RETURN count(*) AS n",
+            claims=sorted({m["claim"] for m in batch.mentions}), ns=namespace,
+        ).single()
+        counters["related_touched"] = 0 if record is None else int(record["n"])
+    return counters
+
+
+# ------------------------------------------------------------------------------------ PageRank
+@dataclass(frozen=True)
+class PageRankRun:
+    ran: bool
+    entities: int
+    related: int
+    reason: str
+
+
+def graph_size(tx: ManagedTransaction, namespace: str) -> tuple[int, int]:
+    record = tx.run(
+        "CALL () { MATCH (e:Entity {namespace: $ns}) RETURN count(e) AS entities } "
+        "CALL () { MATCH (:Entity {namespace: $ns})-[r:RELATED]->(:Entity) RETURN count(r) AS related } "
+        "RETURN entities, related", ns=namespace,
+    ).single(strict=True)
+    return int(record["entities"]), int(record["related"])
+
+
+# ------------------------------------------------------------------------------------ API reads
+def _entity_map(alias: str) -> str:
+    return (f"{{id: {alias}.id, name: {alias}.name, canonical: {alias}.canonical, type: {alias}.type, "
+            f"aliases: coalesce({alias}.aliases, []), pagerank: {alias}.pagerank}}")
+
+
+def get_entity(driver: Driver, namespace: str, entity_id: str, database: str | None = None) -> dict[str, Any]:
+    records, _, _ = driver.execute_query(
+        f"MATCH (e:Entity {{namespace: $ns, id: $id}}) OPTIONAL MATCH (c:Claim {{namespace: $ns}})-[:MENTIONS]->(e) "
+        f"RETURN {_entity_map('e')} AS e, count(c) AS mentions",
+        ns=namespace, id=entity_id, database_=database, routing_="r",
+    )
+    if not records:
+        raise NotFoundError(f"no entity {entity_id!r} in namespace {namespace!r}", field="id")
+    return dict(records[0]["e"]) | {"mentions": int(records[0]["mentions"])}
+
+
+def find_entities(driver: Driver, namespace: str, canonical_names: Sequence[str],
+                  database: str | None = None) -> list[dict[str, Any]]:
+    """Entities by canonical name (the caller canonicalises: graph never imports extraction)."""
+    records, _, _ = driver.execute_query(
+        f"UNWIND $names AS n MATCH (e:Entity {{namespace: $ns, canonical: n}}) RETURN {_entity_map('e')} AS e "
+        "ORDER BY e.id",
+        names=sorted(set(canonical_names)), ns=namespace, database_=database, routing_="r",
+    )
+    return [dict(r["e"]) for r in records]
+
+
+def neighbourhood(driver: Driver, namespace: str, entity_id: str, first: int = 20,
+                  database: str | None = None) -> list[dict[str, Any]]:
+    """The entity's RELATED neighbours, strongest co-mention first (then PageRank, then id)."""
+    if not 1 <= first <= 1000:
+        raise BadInputError("first must be between 1 and 1000", field="first", limit=1000)
+    get_entity(driver, namespace, entity_id, database)
+    records, _, _ = driver.execute_query(
+        "MATCH (e:Entity {namespace: $ns, id: $id})-[r:RELATED]-(n:Entity {namespace: $ns}) "
+        f"RETURN {_entity_map('n')} AS n, r.weight AS weight "
+        "ORDER BY weight DESC, coalesce(n.pagerank, 0.0) DESC, n.id LIMIT $first",
+        ns=namespace, id=entity_id, first=first, database_=database, routing_="r",
+    )
+    return [dict(r["n"]) | {"weight": float(r["weight"])} for r in records]
+
+
+def shortest_path(driver: Driver, namespace: str, source_id: str, target_id: str, max_hops: int = 4,
+                  database: str | None = None) -> list[dict[str, Any]]:
+    """Entities on one shortest RELATED path (both ends included), or [] when none within max_hops.
+
+    Among equally short paths the one with the lexicographically smallest id sequence is
+    returned, so the answer does not depend on the planner.
+    """
+    if not 1 <= max_hops <= 6:
+        raise BadInputError("maxHops must be between 1 and 6", field="maxHops", limit=6)
+    get_entity(driver, namespace, source_id, database)
+    get_entity(driver, namespace, target_id, database)
+    if source_id == target_id:
+        return [get_entity(driver, namespace, source_id, database)]
+    records, _, _ = driver.execute_query(
+        "MATCH (a:Entity {namespace: $ns, id: $a}), (b:Entity {namespace: $ns, id: $b}) "
+        f"MATCH p = ALL SHORTEST (a)-[:RELATED]-{{1,{int(max_hops)}}}(b) "
+        "WHERE all(n IN nodes(p) WHERE n.namespace = $ns) "
+        f"WITH p, [n IN nodes(p) | n.id] AS ids ORDER BY ids LIMIT 1 "
+        f"RETURN [n IN nodes(p) | {_entity_map('n')}] AS path",
+        ns=namespace, a=source_id, b=target_id, database_=database, routing_="r",
+    )
+    return [] if not records else [dict(n) for n in records[0]["path"]]
+
+
+def top_entities(driver: Driver, namespace: str, first: int = 20, database: str | None = None) -> list[dict[str, Any]]:
+    """Entities by global PageRank (as last written by the worker), then id."""
+    if not 1 <= first <= 1000:
+        raise BadInputError("first must be between 1 and 1000", field="first", limit=1000)
+    records, _, _ = driver.execute_query(
+        f"MATCH (e:Entity {{namespace: $ns}}) WHERE e.pagerank IS NOT NULL RETURN {_entity_map('e')} AS e "
+        "ORDER BY e.pagerank DESC, e.id LIMIT $first",
+        ns=namespace, first=first, database_=database, routing_="r",
+    )
+    return [dict(r["e"]) for r in records]

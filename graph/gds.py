@@ -1,0 +1,178 @@
+"""GDS inside the database: global PageRank over entities, personalized PageRank for recall.
+
+Both build a *Cypher-aggregation* projection filtered to one namespace (`gds.graph.project`
+called as an aggregation function), under a fresh uuid name, and drop it in `finally`: two
+recalls (or a recall and the worker) never share or collide on a catalog entry, and a failed
+call never leaves a graph behind (`recall` also drops by name from a fresh session if the
+transaction itself died).
+
+* **Global PageRank** ranks entities on the RELATED co-mention graph (UNDIRECTED, weighted)
+  and writes `Entity.pagerank`. It is a derived view for `topEntities`, not an input of recall,
+  so refreshing it never changes a packet. It is recomputed when the graph grew enough since the
+  last run (recorded on the Store node): ≥ `min_growth` more RELATED edges or ≥ `min_new_entities`
+  more entities.
+* **Personalized PageRank** runs on the bipartite Claim–Entity MENTIONS graph as it was at the
+  packet's projections_seq (`m.revision <= $seq`): the seed entities' mass flows to the claims
+  that mention them and on to their other entities — passage nodes are in the graph, as in
+  HippoRAG 2. GDS 2.13 takes no per-seed weights, so specificity is enforced by choosing seeds
+  (recall keeps only entities mentioned by few claims). `concurrency: 1` and rounding make the
+  scores bit-stable; results are ordered by (score desc, id).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Sequence
+
+from neo4j import Driver, ManagedTransaction
+
+from graph.entities import PageRankRun, graph_size
+
+
+def projection_name(kind: str) -> str:
+    return f"palimpsest-{kind}-{uuid.uuid4().hex}"
+
+
+def drop_quietly(driver: Driver, names: Sequence[str], database: str | None = None) -> None:
+    """Drop projections by name if they still exist (after a failed transaction)."""
+    for name in names:
+        with contextlib.suppress(Exception):  # best effort: the catalog entry may be gone already
+            driver.execute_query("CALL gds.graph.drop($name, false) YIELD graphName RETURN graphName",
+                                 name=name, database_=database)
+
+
+# ------------------------------------------------------------------------------------ global PageRank
+def refresh_pagerank(driver: Driver, namespace: str, *, min_growth: float = 0.1, min_new_entities: int = 50,
+                     force: bool = False, database: str | None = None) -> PageRankRun:
+    with driver.session(database=database) as session:
+        entities, related = session.execute_read(graph_size, namespace)
+        record = session.run(
+            "MATCH (s:Store {namespace: $ns}) RETURN s.pagerank_entities AS e, s.pagerank_related AS r", ns=namespace,
+        ).single()
+        last_e = int(record["e"] or 0) if record else 0
+        last_r = int(record["r"] or 0) if record else 0
+        if entities == 0:
+            return PageRankRun(False, entities, related, "no entities")
+        grew = related - last_r >= max(1.0, min_growth * last_r) or entities - last_e >= min_new_entities
+        if not (force or grew or (last_e == 0 and last_r == 0)):
+            return PageRankRun(False, entities, related, "graph unchanged enough")
+        name = projection_name("pagerank")
+        try:
+            session.execute_write(_pagerank_write, namespace, name)
+        finally:
+            drop_quietly(driver, [name], database)
+        session.run(
+            "MATCH (s:Store {namespace: $ns}) SET s.pagerank_entities = $e, s.pagerank_related = $r, "
+            "s.pagerank_at = datetime.transaction()", ns=namespace, e=entities, r=related,
+        ).consume()
+        return PageRankRun(True, entities, related, "forced" if force else "graph grew")
+
+
+def _pagerank_write(tx: ManagedTransaction, namespace: str, name: str) -> None:
+    tx.run(
+        "MATCH (a:Entity {namespace: $ns}) OPTIONAL MATCH (a)-[r:RELATED]->(b:Entity {namespace: $ns}) "
+        "WITH gds.graph.project($name, a, b, {relationshipProperties: {weight: coalesce(r.weight, 1.0)}}, "
+        "{undirectedRelationshipTypes: ['*']}) AS g RETURN g.graphName AS graph",
+        ns=namespace, name=name,
+    ).consume()
+    rows = list(tx.run(
+        "CALL gds.pageRank.stream($name, {relationshipWeightProperty: 'weight', dampingFactor: 0.85, "
+        "maxIterations: 50, tolerance: 1e-9, concurrency: 1}) YIELD nodeId, score "
+        "RETURN gds.util.asNode(nodeId).id AS id, score",
+        name=name,
+    ))
+    tx.run(
+        "UNWIND $rows AS row MATCH (e:Entity {namespace: $ns, id: row.id}) SET e.pagerank = row.score",
+        rows=[{"id": r["id"], "score": round(float(r["score"]), 9)} for r in rows], ns=namespace,
+    ).consume()
+    tx.run("CALL gds.graph.drop($name, false) YIELD graphName RETURN graphName", name=name).consume()
+
+
+# ------------------------------------------------------------------------------------ personalized PageRank
+def personalized_pagerank(tx: ManagedTransaction, namespace: str, seq: int, seed_entities: Sequence[str],
+                          name: str, *, damping: float = 0.5, limit: int = 100,
+                          seed_claims: Sequence[str] = ()) -> dict[str, float]:
+    """PPR over Claim–Entity MENTIONS (as of projections_seq `seq`) from the seeds; claim id → score.
+
+    `damping` is the probability of following an edge (GDS's dampingFactor); 1 - damping is the
+    restart probability to the seeds. Scores are rounded to 9 decimals; the top `limit` claims by
+    (score desc, id) are returned.
+    """
+    if not seed_entities and not seed_claims:
+        return {}
+    try:
+        record = tx.run(
+            "MATCH (c:Claim {namespace: $ns})-[m:MENTIONS]->(e:Entity {namespace: $ns}) WHERE m.revision <= $seq "
+            "WITH gds.graph.project($name, c, e, {}, {undirectedRelationshipTypes: ['*']}) AS g "
+            "RETURN g.nodeCount AS nodes",
+            ns=namespace, seq=seq, name=name,
+        ).single()
+        if record is None or not record["nodes"]:
+            return {}
+        rows = tx.run(
+            "CALL () { MATCH (e:Entity {namespace: $ns}) WHERE e.id IN $entities RETURN e AS n "
+            "  UNION MATCH (c:Claim {namespace: $ns}) WHERE c.id IN $claims RETURN c AS n } "
+            "WITH collect(n) AS seeds "
+            "CALL gds.pageRank.stream($name, {sourceNodes: seeds, dampingFactor: $damping, maxIterations: 40, "
+            "tolerance: 1e-9, concurrency: 1}) YIELD nodeId, score "
+            "WITH gds.util.asNode(nodeId) AS n, score WHERE n:Claim AND score > 0 "
+            "RETURN n.id AS id, round(score, 9) AS score ORDER BY score DESC, id LIMIT $limit",
+            ns=namespace, entities=sorted(seed_entities), claims=sorted(seed_claims), name=name, damping=damping,
+            limit=limit,
+        )
+        return {r["id"]: float(r["score"]) for r in rows}
+    finally:
+        # If the transaction already failed this raises too; `recall` then drops by name from a new session.
+        with contextlib.suppress(Exception):
+            tx.run("CALL gds.graph.drop($name, false) YIELD graphName RETURN graphName", name=name).consume()
+
+
+def entity_specificity(tx: ManagedTransaction, namespace: str, seq: int,
+                       entity_ids: Sequence[str]) -> dict[str, int]:
+    """How many claims mention each entity as of `seq` (document frequency: low = specific)."""
+    if not entity_ids:
+        return {}
+    rows = tx.run(
+        "UNWIND $ids AS id MATCH (e:Entity {namespace: $ns, id: id}) "
+        "OPTIONAL MATCH (c:Claim {namespace: $ns})-[m:MENTIONS]->(e) WHERE m.revision <= $seq "
+        "RETURN id, count(c) AS df",
+        ids=sorted(set(entity_ids)), ns=namespace, seq=seq,
+    )
+    return {r["id"]: int(r["df"]) for r in rows}
+
+
+def linked_entities(tx: ManagedTransaction, namespace: str, seq: int, phrases: Sequence[str],
+                    claim_ids: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """Entities named by the query (canonical phrase = entity canonical) and those mentioned by the
+    given claims, both as of `seq`: (query entity ids, claim id → entity ids)."""
+    query_ids: list[str] = []
+    if phrases:
+        query_ids = [r["id"] for r in tx.run(
+            "UNWIND $phrases AS p MATCH (e:Entity {namespace: $ns, canonical: p}) "
+            "WHERE EXISTS { MATCH (:Claim {namespace: $ns})-[m:MENTIONS]->(e) WHERE m.revision <= $seq } "
+            "RETURN DISTINCT e.id AS id ORDER BY id",
+            phrases=sorted(set(phrases)), ns=namespace, seq=seq,
+        )]
+    by_claim: dict[str, list[str]] = {}
+    if claim_ids:
+        for r in tx.run(
+            "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id})-[m:MENTIONS]->(e:Entity) "
+            "WHERE m.revision <= $seq RETURN id, e.id AS eid ORDER BY id, eid",
+            ids=list(claim_ids), ns=namespace, seq=seq,
+        ):
+            by_claim.setdefault(r["id"], []).append(r["eid"])
+    return query_ids, by_claim
+
+
+def gds_available(driver: Driver, database: str | None = None) -> bool:
+    try:
+        records, _, _ = driver.execute_query("RETURN gds.version() AS v", database_=database, routing_="r")
+        return bool(records)
+    except Exception:
+        return False
+
+
+__all__ = ["drop_quietly", "entity_specificity", "gds_available", "linked_entities", "personalized_pagerank",
+           "projection_name", "refresh_pagerank"]
+
