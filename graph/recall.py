@@ -89,6 +89,10 @@ def terms(text: str) -> list[str]:
     a claim is about, and sharing one is much stronger evidence than sharing its parts.
     """
     out = [_fold(tok) for tok in _TOKEN_RE.findall(text.lower()) if tok not in STOPWORDS]
+    # Codes that start with a letter and carry a digit (q3, v2, db7) name one thing: "q3" is not
+    # "q2". Values with units (300ms, 5mg) and ordinals (99th) start with the digit and are not codes.
+    out.extend("~" + tok for tok in _TOKEN_RE.findall(text.lower())
+               if tok[0].isalpha() and any(c.isdigit() for c in tok))
     out.extend("~" + m.group(0).lower() for m in _COMPOUND_RE.finditer(text))
     for m in _NAME_RE.finditer(text):
         words = [w for w in m.group(0).lower().split() if w not in STOPWORDS]  # "The Acme" -> "acme"

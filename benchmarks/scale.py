@@ -1,0 +1,559 @@
+"""Scale benchmark: ingest throughput against the embedder alone, recall latency against a plain vector query.
+
+Issue 7 asks two things of Palimpsest at 100k+ claims: ingest at the speed of the embedder (the
+write path must not be the bottleneck) and recall in milliseconds (the part beyond the query
+embedding). Both are only meaningful beside their floor measured in the same process, on the same
+texts, against the same Neo4j, in the same minute — so this benchmark always runs the floor right
+next to the system:
+
+* **Ingest**: `Memory.ingest_many` at batch sizes 1, 64 and 1,000, beside `Embedder.embed` on the
+  very same texts in the very same batches. The ratio (Palimpsest / embedder alone) is the number
+  that matters; absolute claims/s move with the machine and with whatever else runs on it.
+* **Recall**: p50/p95/p99 of `Memory.recall` for the default policy and for an as-of recall at a
+  middle revision, split into query embedding (timed on its own, cache bypassed) and the rest
+  (timed with the query vector cached, so it is exactly the non-model part), beside a plain
+  `db.index.vector.queryNodes` top-k on the same index filtered by namespace — the floor any
+  recall on this index pays. Graph expansion (PPR) is being built separately and is not measured.
+* **Store sizes** grow in one namespace (default 10k then 100k), so "sub-linear" is measured on one
+  store as it grows, not on two stores that differ in other ways.
+* **Load is recorded with every measurement** (`os.getloadavg()` before and after): the machine
+  these numbers were taken on has 2 cores shared with other work, and a number without the load
+  it was taken under cannot be compared with anything.
+* **Seeded**: the corpus, the write order and the queries come from `random.Random(seed)`. Claim ids
+  are UUIDs, so the store differs in ids between runs, not in content.
+
+The corpus looks like agent memory: statements about services, people, customers and projects,
+one to several sentences long (varied lengths change the embedder's cost per claim), from ~50
+sources, with about 20% of claims re-using a `claim_key` that already has a current claim, so
+every batch exercises supersession and every recall filters superseded versions.
+
+Run `python -m benchmarks.scale --help`; `--quick` is a 2k smoke run; `--huge` adds a 1M point
+(for machines with more cores and memory than the 2-core / 1 GB-heap one these numbers came from).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
+DEFAULT_DATA_DIR = Path.home() / ".cache" / "palimpsest" / "instances" / "bolt-7687" / "data"
+MAX_BATCH = 1000  # schema.limits.MAX_BATCH_ITEMS
+
+# The floor: the cheapest recall this vector index can give, filtered only by namespace.
+FLOOR_CYPHER = (
+    "CALL db.index.vector.queryNodes('claim_embedding', $k, $vec) YIELD node, score "
+    "WHERE node.namespace = $ns RETURN node.id AS id"
+)
+HEAP_CYPHER = "CALL dbms.queryJmx('java.lang:type=Memory') YIELD attributes RETURN attributes"
+
+# ------------------------------------------------------------------------------------------------
+# Corpus
+# ------------------------------------------------------------------------------------------------
+_SERVICES = ("checkout-api", "payments-db", "search-index", "auth-gateway", "billing-worker", "cdn-edge",
+             "orders-queue", "inventory-svc", "email-relay", "reporting-etl", "session-cache", "ml-ranker",
+             "ledger-scheduler", "fraud-scorer", "media-transcoder", "notif-fanout")
+_FIRST = ("Maria", "James", "Aisha", "Tomasz", "Priya", "Daniel", "Yuki", "Fatima", "Lucas", "Ingrid",
+          "Kwame", "Sofia", "Hiroshi", "Elena", "Mateo", "Grace", "Omar", "Chloe", "Ravi", "Nadia")
+_LAST = ("Okafor", "Lindqvist", "Haddad", "Kowalski", "Raman", "Whitfield", "Tanaka", "Benali", "Moreau",
+         "Svensson", "Mensah", "Rossi", "Nakamura", "Petrova", "Alvarez", "Osei", "Farouk", "Dubois")
+_CUSTOMERS = ("Acme Corp", "Globex", "Initech", "Umbrella Health", "Stark Logistics", "Wayne Foods",
+              "Tyrell Labs", "Soylent Energy", "Hooli", "Vandelay Imports", "Pied Piper", "Cyberdyne")
+_PROJECTS = ("Project Atlas", "Project Borealis", "Project Cinder", "Project Delta", "Project Ember",
+             "Project Fjord", "Project Granite", "Project Helix")
+
+# (key slug, claim templates, query template, value generator) per kind of subject.
+_Value = Callable[[random.Random], str]
+_SERVICE_ATTRS: tuple[tuple[str, tuple[str, ...], str, _Value], ...] = (
+    ("p99", ("The p99 latency of {s} is {v}.", "{s} now answers at {v} at the 99th percentile.",
+             "After the last deploy, p99 for {s} was measured at {v}."),
+     "what is the p99 latency of {s}?", lambda r: f"{r.randrange(20, 900)} ms"),
+    ("owner", ("{s} is owned by {v}.", "Ownership of {s} moved to {v}.", "The team responsible for {s} is {v}."),
+     "who owns {s}?", lambda r: f"team {r.choice(('orion', 'vega', 'lyra', 'draco', 'cetus', 'hydra'))}"),
+    ("replicas", ("{s} runs {v}.", "{s} was scaled to {v}.", "Capacity planning set {s} at {v}."),
+     "how many replicas does {s} run?", lambda r: f"{r.randrange(2, 64)} replicas"),
+    ("region", ("{s} is deployed in {v}.", "{s} was migrated to {v}.", "The primary region of {s} is {v}."),
+     "where is {s} deployed?", lambda r: r.choice(("eu-west-1", "eu-central-2", "us-east-1", "ap-south-1"))),
+    ("oncall", ("The on-call engineer for {s} this week is {v}.", "{v} carries the pager for {s}.",
+                "Escalations for {s} go to {v}."),
+     "who is on call for {s}?", lambda r: f"{r.choice(_FIRST)} {r.choice(_LAST)}"),
+)
+_PERSON_ATTRS: tuple[tuple[str, tuple[str, ...], str, _Value], ...] = (
+    ("role", ("{s} works as {v}.", "{s} was promoted to {v}.", "{s}'s current role is {v}."),
+     "what is {s}'s role?", lambda r: r.choice(("staff engineer", "engineering manager", "SRE lead",
+                                                   "product manager", "data scientist", "security engineer"))),
+    ("location", ("{s} is based in {v}.", "{s} relocated to {v}.", "{s} works from the {v} office."),
+     "where is {s} based?", lambda r: r.choice(("Lisbon", "Berlin", "Nairobi", "Osaka", "Toronto", "Warsaw"))),
+    ("pref", ("{s} prefers {v} for status updates.", "{s} asked to be contacted by {v}.",
+              "For anything urgent, reach {s} via {v}."),
+     "how does {s} want to be contacted?", lambda r: r.choice(("email", "Slack", "a phone call", "the wiki"))),
+)
+_CUSTOMER_ATTRS: tuple[tuple[str, tuple[str, ...], str, _Value], ...] = (
+    ("plan", ("{s} is on the {v} plan.", "{s} upgraded to the {v} plan.", "The contract with {s} covers {v}."),
+     "which plan is {s} on?", lambda r: r.choice(("starter", "growth", "enterprise", "enterprise plus"))),
+    ("arr", ("Annual recurring revenue from {s} is {v}.", "{s} is now worth {v} a year.",
+             "Finance booked {v} of ARR for {s}."),
+     "how much revenue does {s} bring?", lambda r: f"${r.randrange(10, 900)}k"),
+    ("renewal", ("{s} renews on {v}.", "The renewal date for {s} moved to {v}.", "{s}'s contract ends {v}."),
+     "when does {s} renew?", lambda r: f"2027-{r.randrange(1, 13):02d}-{r.randrange(1, 29):02d}"),
+)
+_PROJECT_ATTRS: tuple[tuple[str, tuple[str, ...], str, _Value], ...] = (
+    ("status", ("{s} is {v}.", "{s} was marked {v} in the weekly review.", "Status of {s}: {v}."),
+     "what is the status of {s}?", lambda r: r.choice(("on track", "at risk", "blocked", "shipped", "paused"))),
+    ("deadline", ("{s} is due on {v}.", "The deadline for {s} slipped to {v}.", "{s} must ship by {v}."),
+     "when is {s} due?", lambda r: f"2027-{r.randrange(1, 13):02d}-{r.randrange(1, 29):02d}"),
+)
+# Context sentences vary claim length from one sentence to a short paragraph.
+_CONTEXT = (
+    "This came up in the {d} stand-up.", "It was confirmed by {p} in the incident review.",
+    "The change is tracked in ticket OPS-{n}.", "Dashboards were updated accordingly on {d}.",
+    "The previous value had been in place for about {n} days.", "{p} flagged it as worth double-checking.",
+    "A follow-up is scheduled with {c} next {d}.", "Nobody objected when it was raised in the planning meeting.",
+    "The runbook section {n} now reflects this.", "It affects the quarterly report that {p} prepares for {c}.",
+    "Alerts were tuned after the change, and the noise dropped noticeably over the following week.",
+    "See the architecture decision record {n} for the reasoning and the alternatives that were considered.",
+)
+_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
+SOURCES = tuple(f"{kind}-{i}" for kind in ("slack", "jira", "email", "meeting", "monitor") for i in range(10))
+
+
+def _subjects(rng: random.Random) -> list[tuple[str, tuple[tuple[str, tuple[str, ...], str, _Value], ...]]]:
+    del rng  # subjects are a fixed product; the RNG picks among them
+    out: list[tuple[str, tuple[tuple[str, tuple[str, ...], str, _Value], ...]]] = []
+    out += [(f"{svc}-{i}", _SERVICE_ATTRS) for svc in _SERVICES for i in range(1, 40)]
+    out += [(f"{f} {last}", _PERSON_ATTRS) for f in _FIRST for last in _LAST]
+    out += [(c, _CUSTOMER_ATTRS) for c in _CUSTOMERS]
+    out += [(p, _PROJECT_ATTRS) for p in _PROJECTS]
+    return out
+
+
+def build_corpus(n: int, seed: int) -> list[dict[str, Any]]:
+    """`n` claims in write order. ~20% re-use a claim_key that already has a current claim (supersession),
+    ~15% open a new key, the rest carry no key (notes, observations) — all about the same subjects."""
+    rng = random.Random(seed)
+    subjects = _subjects(rng)
+    open_keys: list[str] = []
+    rows: list[dict[str, Any]] = []
+    for _ in range(n):
+        subject, attrs = rng.choice(subjects)
+        slug, templates, _query, value = rng.choice(attrs)
+        roll = rng.random()
+        key: str | None = None
+        if roll < 0.17 and open_keys:
+            key = rng.choice(open_keys)
+            subject, slug = key.rsplit("|", 1)
+            templates, value = next((t, v) for s_, t, _q, v in _all_attrs() if s_ == slug)
+        elif roll < 0.32:
+            key = f"{subject}|{slug}"
+            open_keys.append(key)
+        content = rng.choice(templates).format(s=subject, v=value(rng))
+        for _extra in range(rng.choice((0, 0, 0, 1, 1, 2, 3, 5))):
+            content += " " + rng.choice(_CONTEXT).format(
+                d=rng.choice(_DAYS), p=f"{rng.choice(_FIRST)} {rng.choice(_LAST)}", n=rng.randrange(10, 9999),
+                c=rng.choice(_CUSTOMERS))
+        row: dict[str, Any] = {"content": content, "source": rng.choice(SOURCES)}
+        if key is not None:
+            row["claim_key"] = key
+        rows.append(row)
+    return rows
+
+
+def _all_attrs() -> tuple[tuple[str, tuple[str, ...], str, _Value], ...]:
+    return _SERVICE_ATTRS + _PERSON_ATTRS + _CUSTOMER_ATTRS + _PROJECT_ATTRS
+
+
+def build_queries(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed * 7919 + 1)
+    subjects = _subjects(rng)
+    out = []
+    for _ in range(n):
+        subject, attrs = rng.choice(subjects)
+        out.append(rng.choice(attrs)[2].format(s=subject))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Measurement helpers
+# ------------------------------------------------------------------------------------------------
+def load() -> list[float]:
+    """The 1/5/15-minute load averages: how contended the machine was while a number was taken."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    return {"p50": round(pct(values, 0.50), 3), "p95": round(pct(values, 0.95), 3),
+            "p99": round(pct(values, 0.99), 3), "mean": round(statistics.fmean(values), 3), "n": len(values)}
+
+
+def dir_bytes(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += (Path(root) / name).stat().st_size
+            except OSError:  # a log file rotated away under us
+                continue
+    return total
+
+
+def heap_used(driver: Any) -> int | None:
+    try:
+        records, _, _ = driver.execute_query(HEAP_CYPHER)
+        return int(records[0]["attributes"]["HeapMemoryUsage"]["value"]["properties"]["used"])
+    except Exception:  # JMX procedures can be disabled; memory is then reported as unknown
+        return None
+
+
+def measure_ingest(mem: Any, embedder: Any, rows: list[dict[str, Any]], batch: int) -> dict[str, Any]:
+    """Palimpsest and the embedder alone on the same texts in the same batches; Palimpsest first, so
+    the embedder-alone run never benefits from a warmer cache than the system it is compared with."""
+    batches = [rows[i:i + batch] for i in range(0, len(rows), batch)]
+    before = load()
+    t = time.perf_counter()
+    for b in batches:
+        result = mem.ingest_many(b)
+        if not all(item.ok for item in result.items):
+            raise RuntimeError(f"ingest failed: {[i.error for i in result.items if not i.ok][:3]}")
+    palimpsest_s = time.perf_counter() - t
+    t = time.perf_counter()
+    for b in batches:
+        embedder.embed([r["content"] for r in b])
+    embed_s = time.perf_counter() - t
+    after = load()
+    system = len(rows) / palimpsest_s
+    alone = len(rows) / embed_s
+    return {"batch": batch, "items": len(rows), "palimpsest_claims_per_s": round(system, 1),
+            "embedder_claims_per_s": round(alone, 1), "ratio": round(system / alone, 3),
+            "load_before": before, "load_after": after}
+
+
+def measure_recall(mem: Any, embedder: Any, driver: Any, queries: list[str], as_of: int, floor_k: int,
+                   fetch_k: int) -> dict[str, Any]:
+    """Per query, in rotating order: plain vector floor (k and the fetch size recall's vector step uses),
+    recall beyond embedding, as-of recall beyond embedding; plus the query embedding on its own."""
+    ns = mem.namespace
+    vectors = {q: embedder.embed_query(q) for q in queries}  # warms the cache recall will hit
+    for q in queries[:20]:  # warm the code paths, the page cache and the driver's connection pool
+        mem.recall(q)
+        mem.recall(q, as_of_revision=as_of)
+        driver.execute_query(FLOOR_CYPHER, k=floor_k, vec=vectors[q], ns=ns)
+    times: dict[str, list[float]] = {"embed": [], "recall": [], "as_of": [], "floor_k": [], "floor_fetch": []}
+    hits = {"recall": 0, "floor_k": 0}
+
+    def floor(k: int) -> Callable[[str], int]:
+        def run(q: str) -> int:
+            records, _, _ = driver.execute_query(FLOOR_CYPHER, k=k, vec=vectors[q], ns=ns, routing_="r")
+            return len(records)
+        return run
+
+    steps: list[tuple[str, Callable[[str], int]]] = [
+        ("floor_k", floor(floor_k)), ("floor_fetch", floor(fetch_k)),
+        ("recall", lambda q: len(mem.recall(q).items)),
+        ("as_of", lambda q: len(mem.recall(q, as_of_revision=as_of).items)),
+    ]
+    before = load()
+    for i, q in enumerate(queries):
+        t = time.perf_counter()
+        embedder.embed([q])  # bypasses the cache: what a first-time query pays for the model
+        times["embed"].append((time.perf_counter() - t) * 1000)
+        for j in range(len(steps)):
+            name, fn = steps[(i + j) % len(steps)]
+            t = time.perf_counter()
+            got = fn(q)
+            times[name].append((time.perf_counter() - t) * 1000)
+            if name in hits:
+                hits[name] += got
+    after = load()
+    out: dict[str, Any] = {name: summary(v) for name, v in times.items()}
+    out["mean_items"] = {name: round(n / len(queries), 2) for name, n in hits.items()}
+    out["queries"] = len(queries)
+    out["as_of_revision"] = as_of
+    out["floor_top_k"], out["floor_fetch_k"] = floor_k, fetch_k
+    out["load_before"], out["load_after"] = before, after
+    return out
+
+
+class SyntheticVectors:
+    """Fill vectors without the model: a real embedding from a pool, nudged by seeded noise, re-normalised.
+
+    Embedding 100k claims costs 30+ minutes on a contended 2-core machine, and the fill is not what
+    is measured — the measured ingest windows and every query always use the real model. What the
+    fill must give recall is a vector index of the right size whose points are distributed like real
+    embeddings of this corpus (clustered by subject and template), all distinct; perturbed real
+    vectors give exactly that. `--fill embed` embeds everything instead.
+    """
+
+    def __init__(self, pool: list[list[float]], seed: int, noise: float = 0.15) -> None:
+        import numpy as np
+
+        self._np = np
+        self._pool = np.asarray(pool, dtype=np.float64)
+        self._rng = np.random.default_rng(seed)
+        self._noise = noise / np.sqrt(self._pool.shape[1])  # noise norm ≈ `noise`, on unit vectors
+
+    def take(self, n: int) -> list[list[float]]:
+        np = self._np
+        picks = self._pool[self._rng.integers(0, len(self._pool), size=n)]
+        vecs = picks + self._rng.normal(0.0, self._noise, size=picks.shape)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        return [[float(x) for x in row] for row in vecs.astype(np.float32)]
+
+
+def fill(mem: Any, rows: list[dict[str, Any]], synthetic: SyntheticVectors | None) -> dict[str, Any]:
+    """Grow the store at the largest batch through the real write transaction (`store.write_claims`);
+    timed too, though with synthetic vectors the number is the write path alone, not ingest."""
+    from graph import store
+    from schema.models import ClaimInput
+
+    before = load()
+    t = time.perf_counter()
+    for start in range(0, len(rows), MAX_BATCH):
+        chunk = rows[start:start + MAX_BATCH]
+        if synthetic is None:
+            mem.ingest_many(chunk)
+            continue
+        prepared = [store.PreparedClaim(index=i, claim=ClaimInput.model_validate(r), embedding=v)
+                    for i, (r, v) in enumerate(zip(chunk, synthetic.take(len(chunk)), strict=True))]
+        store.write_claims(mem.rt.driver, mem.namespace, prepared, mem.rt.settings.database)
+    seconds = time.perf_counter() - t
+    return {"items": len(rows), "seconds": round(seconds, 2), "vectors": "synthetic" if synthetic else "model",
+            "claims_per_s": round(len(rows) / seconds, 1) if seconds else None,
+            "load_before": before, "load_after": load()}
+
+
+# ------------------------------------------------------------------------------------------------
+# Report
+# ------------------------------------------------------------------------------------------------
+def markdown(result: dict[str, Any]) -> str:
+    lines = [f"torch threads: {result['torch_threads']}; load averages are 1/5/15 min, "
+             f"taken before/after each measurement on a {result['machine']['cpus']}-CPU machine", ""]
+    lines += ["| store size | batch | items | Palimpsest claims/s | embedder alone claims/s | ratio "
+              "| load before→after |", "|---|---|---|---|---|---|---|"]
+    for point in result["points"]:
+        for m in point["ingest"]:
+            lines.append(f"| {point['store_claims']:,} | {m['batch']} | {m['items']} | {m['palimpsest_claims_per_s']} "
+                         f"| {m['embedder_claims_per_s']} | {m['ratio']:.2f} | {m['load_before'][0]}→"
+                         f"{m['load_after'][0]} |")
+    lines += ["", "| store size | path | p50 ms | p95 ms | p99 ms | load before→after |", "|---|---|---|---|---|---|"]
+    labels = {"embed": "query embedding alone (uncached)", "recall": "recall beyond embedding (default policy)",
+              "as_of": "as-of recall beyond embedding", "floor_k": "plain vector top-k (floor)",
+              "floor_fetch": "plain vector top-fetch (recall's fetch size)"}
+    for point in result["points"]:
+        r = point["recall"]
+        for key, label in labels.items():
+            s = r[key]
+            lines.append(f"| {point['recall_store_claims']:,} | {label} | {s['p50']:.2f} | {s['p95']:.2f} | "
+                         f"{s['p99']:.2f} | {r['load_before'][0]}→{r['load_after'][0]} |")
+    lines += ["", "| store size | Neo4j heap used MB | data dir MB | data dir growth MB per 100k claims |",
+              "|---|---|---|---|"]
+    for point in result["points"]:
+        mem = point["memory"]
+        heap = "n/a" if mem["heap_used_bytes"] is None else f"{mem['heap_used_bytes'] / 2**20:.0f}"
+        lines.append(f"| {point['recall_store_claims']:,} | {heap} | {mem['data_dir_bytes'] / 2**20:.0f} | "
+                     f"{mem['data_dir_mb_per_100k_claims']} |")
+    if "ratios" in result:
+        lines += ["", "scaling " + ", ".join(f"{k}: {v}" for k, v in result["ratios"].items())]
+    return "\n".join(lines)
+
+
+def plot(result: dict[str, Any], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    points = result["points"]
+    sizes = [p["recall_store_claims"] for p in points]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for key, label in (("recall", "recall − embedding"), ("as_of", "as-of recall − embedding"),
+                       ("floor_k", "plain vector top-k"), ("embed", "query embedding")):
+        left.plot(sizes, [p["recall"][key]["p50"] for p in points], marker="o", label=f"{label} p50")
+        left.plot(sizes, [p["recall"][key]["p99"] for p in points], marker="x", linestyle="--",
+                  label=f"{label} p99")
+    left.set_xscale("log")
+    left.set_yscale("log")
+    left.set_xlabel("claims in store")
+    left.set_ylabel("latency ms")
+    left.set_title("recall latency")
+    left.legend(fontsize=7)
+    batches = sorted({m["batch"] for p in points for m in p["ingest"]})
+    for batch in batches:
+        xs = [p["store_claims"] for p in points for m in p["ingest"] if m["batch"] == batch]
+        right.plot(xs, [m["palimpsest_claims_per_s"] for p in points for m in p["ingest"] if m["batch"] == batch],
+                   marker="o", label=f"ingest_many batch {batch}")
+        right.plot(xs, [m["embedder_claims_per_s"] for p in points for m in p["ingest"] if m["batch"] == batch],
+                   marker="x", linestyle="--", label=f"embedder alone batch {batch}")
+    right.set_xscale("log")
+    right.set_xlabel("claims in store")
+    right.set_ylabel("claims / s")
+    right.set_title(f"ingest throughput (torch threads {result['torch_threads']})")
+    right.legend(fontsize=7)
+    last_load = result["points"][-1]["recall"]["load_after"]
+    fig.suptitle(f"Palimpsest scale — {result['measured_at'][:19]}Z, load {last_load}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+# ------------------------------------------------------------------------------------------------
+# Main
+# ------------------------------------------------------------------------------------------------
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="store sizes to measure at")
+    ap.add_argument("--huge", action="store_true", help="also measure at 1,000,000 claims (bigger machines)")
+    ap.add_argument("--quick", action="store_true", help="smoke run: one 2,000-claim point, few items/queries")
+    ap.add_argument("--batch1-items", type=int, default=200, help="items ingested one by one per point")
+    ap.add_argument("--batch64-items", type=int, default=640)
+    ap.add_argument("--batch1000-items", type=int, default=2000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--torch-threads", type=int, default=1,
+                    help="torch intra-op threads (0 = torch default); 1 is far faster on a contended 2-core box")
+    ap.add_argument("--fill", choices=("embed", "synthetic"), default="embed",
+                    help="how the store is grown between measured points: real model vectors, or real vectors "
+                         "from a 2,000-claim pool nudged by seeded noise (see SyntheticVectors)")
+    ap.add_argument("--namespace", default=None)
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="Neo4j data dir, for its size")
+    ap.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS_DIR)
+    ap.add_argument("--keep", action="store_true", help="keep the namespace (for profiling or a later run)")
+    ap.add_argument("--profile", choices=("none", "ingest", "recall"), default="none",
+                    help="run pyinstrument around the last point's ingest or recall and save the HTML report")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.sizes, args.batch1_items, args.batch64_items, args.batch1000_items = [2_000], 20, 128, 1000
+        args.queries = 30
+    if args.huge and 1_000_000 not in args.sizes:
+        args.sizes = [*args.sizes, 1_000_000]
+    args.sizes = sorted(set(args.sizes))
+    return args
+
+
+def run(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse(argv)
+    if args.torch_threads > 0:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
+    from api.memory import Memory
+    from api.runtime import Runtime
+    from graph.maintenance import drop_namespace
+    from schema.models import DEFAULT_POLICY
+
+    window = args.batch1_items + args.batch64_items + args.batch1000_items
+    top = max(args.sizes)
+    corpus = build_corpus(top + window * len(args.sizes), args.seed)
+    queries = build_queries(args.queries, args.seed)
+    ns = args.namespace or f"bench-scale-{args.seed}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    rt = Runtime.from_env()
+    mem = Memory(rt, ns)
+    embedder = rt.embedder
+    embedder.embed([r["content"] for r in corpus[:64]])  # load and warm the model before any timing
+    fetch_k = max(DEFAULT_POLICY.k * DEFAULT_POLICY.oversampling * 2, 20)
+    synthetic: SyntheticVectors | None = None
+    if args.fill == "synthetic":
+        pool_rows = build_corpus(2000, args.seed + 1)
+        synthetic = SyntheticVectors(embedder.embed([r["content"] for r in pool_rows]), args.seed)
+    start_bytes = dir_bytes(args.data_dir)
+    result: dict[str, Any] = {
+        "benchmark": "scale", "namespace": ns, "seed": args.seed, "sizes": args.sizes,
+        "torch_threads": args.torch_threads or "default", "fill": args.fill, "policy": DEFAULT_POLICY.version,
+        "k": DEFAULT_POLICY.k, "graph_expansion": "not measured (PPR is being built separately)",
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "data_dir_bytes_at_start": start_bytes, "fills": [], "points": [],
+    }
+    written = 0
+    profiler: Any = None
+    try:
+        for size in args.sizes:
+            need = size - written
+            if need > 0:
+                info = fill(mem, corpus[written:written + need], synthetic)
+                written += need
+                info["store_claims_after"] = written
+                result["fills"].append(info)
+                print(f"filled to {written:,}: {info['claims_per_s']} claims/s, load {info['load_after']}", flush=True)
+            profile_here = args.profile != "none" and size == top
+            if profile_here:
+                from pyinstrument import Profiler
+
+                profiler = Profiler(interval=0.001)
+            point: dict[str, Any] = {"store_claims": written, "ingest": []}
+            if profile_here and args.profile == "ingest":
+                profiler.start()
+            for batch, items in ((1, args.batch1_items), (64, args.batch64_items), (MAX_BATCH, args.batch1000_items)):
+                rows = corpus[written:written + items]
+                written += len(rows)
+                m = measure_ingest(mem, embedder, rows, batch)
+                point["ingest"].append(m)
+                print(f"  ingest @ {point['store_claims']:,} batch {batch}: {m['palimpsest_claims_per_s']} vs "
+                      f"embedder {m['embedder_claims_per_s']} claims/s (ratio {m['ratio']}), load {m['load_after']}",
+                      flush=True)
+            if profile_here and args.profile == "ingest":
+                profiler.stop()
+            revision = mem.stats().revision
+            point["recall_store_claims"] = written
+            point["store_revision"] = revision
+            if profile_here and args.profile == "recall":
+                profiler.start()
+            point["recall"] = measure_recall(mem, embedder, rt.driver, queries, max(1, revision // 2),
+                                             DEFAULT_POLICY.k, fetch_k)
+            if profile_here and args.profile == "recall":
+                profiler.stop()
+            r = point["recall"]
+            print(f"  recall @ {written:,}: p50 {r['recall']['p50']:.1f} ms (floor {r['floor_k']['p50']:.1f} ms, "
+                  f"embedding {r['embed']['p50']:.1f} ms), load {r['load_after']}", flush=True)
+            data = dir_bytes(args.data_dir)
+            point["memory"] = {
+                "heap_used_bytes": heap_used(rt.driver), "data_dir_bytes": data,
+                "data_dir_mb_per_100k_claims": round((data - start_bytes) / 2**20 / written * 100_000, 1),
+            }
+            result["points"].append(point)
+        if len(result["points"]) >= 2:
+            lo, hi = result["points"][0], result["points"][-1]
+            growth = hi["recall_store_claims"] / lo["recall_store_claims"]
+            result["ratios"] = {
+                "store_growth": round(growth, 2),
+                "recall_p50_growth": round(hi["recall"]["recall"]["p50"] / lo["recall"]["recall"]["p50"], 2),
+                "recall_p99_growth": round(hi["recall"]["recall"]["p99"] / lo["recall"]["recall"]["p99"], 2),
+                "floor_p50_growth": round(hi["recall"]["floor_k"]["p50"] / lo["recall"]["floor_k"]["p50"], 2),
+            }
+        result["measured_at"] = datetime.now(UTC).isoformat()
+        args.results_dir.mkdir(parents=True, exist_ok=True)
+        name = "scale-quick" if args.quick else "scale-latest"
+        (args.results_dir / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+        if plot(result, args.results_dir / f"{name}.png"):
+            print(f"plot: {args.results_dir / f'{name}.png'}")
+        if profiler is not None:
+            html = Path(tempfile.gettempdir()) / f"scale-profile-{args.profile}.html"  # tens of MB: not a result
+            html.write_text(profiler.output_html())
+            print(profiler.output_text(unicode=False, color=False, show_all=False)[:6000])
+        print()
+        print(markdown(result))
+    finally:
+        if not args.keep:
+            drop_namespace(rt.driver, ns)
+        rt.close()
+    return result
+
+
+if __name__ == "__main__":
+    run()
