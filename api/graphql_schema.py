@@ -89,6 +89,11 @@ async def call(info: strawberry.Info, namespace: str | None, right: Right, fn: C
         raise coded(UnavailableError("the database is unavailable; retry shortly")) from None
 
 
+def _principal_ns(info: strawberry.Info) -> str:
+    principal = info.context.get("principal")
+    return principal.default_namespace() if principal is not None else "default"
+
+
 def _filter(flt: t.ClaimFilterInput | None) -> ClaimFilter:
     if flt is None:
         return ClaimFilter()
@@ -168,6 +173,33 @@ class Query:
                              namespace: NS = None) -> list[t.Contradiction]:
         found = await call(info, namespace, "read", lambda mem: mem.contradictions(since, first))
         return [t.Contradiction.from_pydantic(c) for c in found]
+
+    @strawberry.field(description="One entity by id, or by name (canonical match).")
+    async def entity(self, info: strawberry.Info, id: str | None = None, name: str | None = None,
+                     namespace: NS = None) -> t.Entity | None:
+        if (id is None) == (name is None):
+            raise coded(BadInputError("give exactly one of id and name", field="id"))
+        ns = namespace or _principal_ns(info)
+        if id is not None:
+            return t.entity_to_gql(await call(info, namespace, "read", lambda mem: mem.entity(id)), ns)
+        found = await call(info, namespace, "read", lambda mem: mem.find_entities(name or ""))
+        return t.entity_to_gql(found[0], ns) if found else None
+
+    @strawberry.field(description="Entities by global PageRank (computed in GDS by the worker).")
+    async def top_entities(self, info: strawberry.Info, by: str = "PAGERANK", first: int = 20,
+                           namespace: NS = None) -> list[t.Entity]:
+        if by != "PAGERANK":
+            raise coded(BadInputError("by must be PAGERANK", field="by"))
+        ns = namespace or _principal_ns(info)
+        rows = await call(info, namespace, "read", lambda mem: mem.top_entities(first))
+        return [t.entity_to_gql(r, ns) for r in rows]
+
+    @strawberry.field(description="One shortest RELATED path between two entities, ends included; [] if none.")
+    async def path(self, info: strawberry.Info, from_: Annotated[str, strawberry.argument(name="from")], to: str,
+                   max_hops: int = 4, namespace: NS = None) -> list[t.Entity]:
+        ns = namespace or _principal_ns(info)
+        rows = await call(info, namespace, "read", lambda mem: mem.entity_path(from_, to, max_hops))
+        return [t.entity_to_gql(r, ns) for r in rows]
 
     @strawberry.field
     async def stats(self, info: strawberry.Info, namespace: NS = None) -> t.StoreStats:

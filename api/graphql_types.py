@@ -228,3 +228,29 @@ class PolicyInput:
 class Contradiction:
     claim: ClaimRef
     other: ClaimRef
+
+
+@strawberry.type(description="A thing claims mention; ranked by GDS PageRank over co-mentions.")
+class Entity:
+    id: str
+    name: str
+    canonical: str
+    type: str | None
+    aliases: list[str]
+    pagerank: float | None
+    weight: float | None = strawberry.field(default=None, description="Co-mention weight, in neighbour lists.")
+
+    @strawberry.field(description="RELATED neighbours, strongest co-mention first.")
+    async def neighbors(self, info: strawberry.Info, first: int = 20) -> list[Entity]:
+        from api.graphql_schema import call
+
+        namespace = str(getattr(self, "_namespace", ""))
+        rows = await call(info, namespace, "read", lambda mem: mem.entity_neighbours(self.id, first))
+        return [entity_to_gql(r, namespace) for r in rows]
+
+
+def entity_to_gql(row: dict[str, Any], namespace: str) -> Entity:
+    out = Entity(id=row["id"], name=row["name"], canonical=row["canonical"], type=row.get("type"),
+                 aliases=list(row.get("aliases") or []), pagerank=row.get("pagerank"), weight=row.get("weight"))
+    out._namespace = namespace  # type: ignore[attr-defined]
+    return out

@@ -135,8 +135,9 @@ class ProjectionWorker:
             log.warning(note)
             return policies.get_policy(self.rt.driver, namespace, None, self._db), [note]
 
-    def run_once(self, namespace: str) -> PassReport:
-        """Process batches until the namespace is caught up (or `max_batches_per_pass` is reached)."""
+    def run_once(self, namespace: str, *, pagerank: bool = True) -> PassReport:
+        """Process batches until the namespace is caught up (or `max_batches_per_pass` is reached);
+        then, with `pagerank`, refresh global PageRank if the entity graph grew enough."""
         started = time.perf_counter()
         policy, problems = self.policy_for(namespace)
         state = proj.projections_state(self.rt.driver, namespace, self._db)
@@ -159,8 +160,8 @@ class ProjectionWorker:
                 # Another worker committed this batch first; its edges are the same, so re-read and go on.
                 log.info("projections %s: batch from %d already committed elsewhere", namespace, batch.from_seq)
                 continue
-        if self.config.entities and self.config.pagerank and report.entities_created + report.mentions_created:
-            self._refresh_pagerank(namespace, report)
+        if pagerank:
+            self.refresh_pagerank(namespace, report)
         report.seconds = time.perf_counter() - started
         if report.batches:
             log.info("projections %s: %s", namespace, report.as_dict())
@@ -232,7 +233,10 @@ class ProjectionWorker:
             mentions=[{"claim": c, "entity": e, "revision": r} for c, e, r in sorted(set(mentions))],
         )
 
-    def _refresh_pagerank(self, namespace: str, report: PassReport) -> None:
+    def refresh_pagerank(self, namespace: str, report: PassReport) -> None:
+        """PageRank is a derived view, refreshed after projections_seq has moved (never delaying it)."""
+        if not (self.config.entities and self.config.pagerank and report.entities_created + report.mentions_created):
+            return
         if self._gds is None:
             self._gds = gds.gds_available(self.rt.driver, self._db)
         if not self._gds:
@@ -246,10 +250,10 @@ class ProjectionWorker:
             return
         report.pagerank_runs += int(run.ran)
 
-    def run_pending(self, namespaces: Sequence[str] | None = None) -> list[PassReport]:
+    def run_pending(self, namespaces: Sequence[str] | None = None, *, pagerank: bool = True) -> list[PassReport]:
         """One pass over every namespace with pending work (or over the given ones)."""
         names = list(namespaces) if namespaces else proj.pending_namespaces(self.rt.driver, self._db)
-        return [self.run_once(ns) for ns in names]
+        return [self.run_once(ns, pagerank=pagerank) for ns in names]
 
 
 _default_workers: dict[int, ProjectionWorker] = {}
@@ -322,10 +326,13 @@ class BackgroundWorker:
         delay = self.interval
         while not self._stop.is_set():
             try:
-                for report in self.worker.run_pending(self.namespaces):
+                reports = self.worker.run_pending(self.namespaces, pagerank=False)
+                for report in reports:
                     if report.batches:
                         self.reports.append(report)
                 self.passes += 1
+                for report in reports:  # after the pass is counted: PageRank never delays projections
+                    self.worker.refresh_pagerank(report.namespace, report)
                 delay = self.interval
             except Exception as exc:  # keep the thread alive; the next pass retries from projections_seq
                 self.errors += 1

@@ -192,15 +192,16 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
 
         result.modes += [baseline("dense"), baseline("bm25")]
         for name, knobs in policies.items():
-            mem.register_policy({"version": name, "k": 5, **knobs})
+            version = name.replace("+", "_")
+            mem.register_policy({"version": version, "k": 5, **knobs})
             r2, r5, times = [], [], []
             stable = True
             for n, q in enumerate(ds.questions):
                 t = time.perf_counter()
-                packet = mem.recall(q.question, policy_version=name, k=5)
+                packet = mem.recall(q.question, policy_version=version, k=5)
                 times.append((time.perf_counter() - t) * 1000)
                 if n < 10:
-                    again = mem.recall(q.question, policy_version=name, k=5)
+                    again = mem.recall(q.question, policy_version=version, k=5)
                     stable = stable and packet.fingerprint == again.fingerprint
                 ranked = [index_of[it.id] for it in packet.items]
                 r2.append(_recall_at(ranked, q.gold, 2))

@@ -104,7 +104,7 @@ class Policy(BaseModel):
     # first) and how many top vector candidates lend their entities as seeds.
     graph_weight: float = Field(default=1.0, ge=0, le=10)
     ppr_damping: float = Field(default=0.5, gt=0, lt=1)
-    ppr_seeds: int = Field(default=8, ge=1, le=100)
+    ppr_seeds: int = Field(default=3, ge=1, le=100)  # tuned on MuSiQue (benchmarks/multihop.py)
     ppr_seed_candidates: int = Field(default=5, ge=0, le=100)
     embedding_model: str = "all-MiniLM-L6-v2"
     contradiction: ContradictionSettings = Field(default_factory=ContradictionSettings)

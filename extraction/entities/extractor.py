@@ -27,7 +27,7 @@ from typing import Any, Literal
 from extraction.entities.normalize import canonical, is_value, word_list
 
 MentionKind = Literal["declared", "identifier", "name"]
-_TRUST = {"declared": 0, "identifier": 1, "name": 2}
+TRUST = {"declared": 0, "identifier": 1, "name": 2}
 
 _WORD = r"[A-Z][\w'’.&]*"
 _CONNECTOR = r"(?:of|the|de|del|der|den|di|da|du|van|von|la|le|and|for|on|upon|in|y|e|&)"
@@ -117,7 +117,7 @@ def propose(text: str, metadata: Mapping[str, Any] | None = None,
         if not key or is_value(surface) or len(key) < 2:
             return
         prior = found.get(key)
-        if prior is None or (_TRUST[kind], surface) < (_TRUST[prior.kind], prior.surface):
+        if prior is None or (TRUST[kind], surface) < (TRUST[prior.kind], prior.surface):
             found[key] = Mention(surface, key, kind)
 
     for subject in declared_subjects(metadata or {}, opts.declared_keys):

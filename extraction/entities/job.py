@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from extraction.entities.extractor import ExtractorOptions, Mention, propose
+from extraction.entities.extractor import TRUST, ExtractorOptions, Mention, propose
 from extraction.entities.matcher import EntityMatcher
 from extraction.entities.normalize import canonical, code_signature
 
@@ -136,7 +136,10 @@ def resolve(namespace: str, claims: Sequence[ClaimText], linked: LinkResult, *,
     result = EntityJobResult()
     links = {cid: set(ids) for cid, ids in linked.links.items()}
     by_key: dict[str, str] = {}          # canonical -> entity id, for names resolved in this batch
-    proposals = sorted(linked.unresolved, key=lambda p: (p.revision, p.claim_id, p.mention.canonical))
+    # Earliest revision first; within a revision a declared subject beats a name found in passing
+    # (so its type and surface win), then claim id.
+    proposals = sorted(linked.unresolved,
+                       key=lambda p: (p.revision, TRUST[p.mention.kind], p.claim_id, p.mention.canonical))
     # Cosine between every pair of the batch's unresolved names, once (numpy): the greedy pass below
     # then only looks up rows, instead of O(n²) Python dot products.
     keys = sorted({p.mention.canonical for p in proposals if p.mention.canonical in vectors})

@@ -23,8 +23,9 @@ QUERY = "Which annual event takes place in the birthplace of Lena Vogt?"
 def _setup(memory: Any) -> dict[str, str]:
     res = memory.ingest_many([{"content": c, "source": "wiki", "metadata": m} for c, m in CORPUS])
     memory.run_projections()
-    memory.register_policy({"version": "ppr-v1", "graph_expansion": "ppr", "k": 3})
-    memory.register_policy({"version": "ppr-rrf", "graph_expansion": "ppr", "k": 3, "fusion": "rrf"})
+    # 8 seeds: the 12 distractors are each named by one claim, so they are as "specific" as the bridge.
+    memory.register_policy({"version": "ppr-v1", "graph_expansion": "ppr", "k": 3, "ppr_seeds": 8})
+    memory.register_policy({"version": "ppr-rrf", "graph_expansion": "ppr", "k": 3, "fusion": "rrf", "ppr_seeds": 8})
     memory.register_policy({"version": "plain", "k": 3})
     return {c: str(i.id) for (c, _), i in zip(CORPUS, res.items, strict=True)}
 
@@ -60,11 +61,17 @@ def test_ppr_respects_visibility_and_projections_seq(memory: Any) -> None:
     assert pinned.fingerprint == memory.recall(QUERY, policy_version="ppr-v1", k=5, projections_seq=0).fingerprint
 
 
-def test_no_projection_is_left_in_the_catalog(memory: Any, driver: Any) -> None:
+def test_no_projection_is_left_in_the_catalog(memory: Any, driver: Any, runtime: Any) -> None:
+    from extraction.entities import query_phrases
+    from graph.recall import RecallRequest, recall
+
     _setup(memory)
-    memory.recall(QUERY, policy_version="ppr-v1")
+    req = RecallRequest(memory.namespace, QUERY, runtime.embedder.embed_query(QUERY), memory.policy("ppr-v1"), 3,
+                        query_phrases=tuple(query_phrases(QUERY)))
+    recall(driver, req)
+    assert len(req.projections) == 1  # a PPR projection was made, under a fresh name ...
     records, _, _ = driver.execute_query("CALL gds.graph.list() YIELD graphName RETURN graphName")
-    assert not [r for r in records if str(r["graphName"]).startswith("palimpsest-ppr-")]
+    assert req.projections[0] not in {r["graphName"] for r in records}  # ... and dropped
 
 
 def test_entity_graph_queries(memory: Any) -> None:

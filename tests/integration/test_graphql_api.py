@@ -320,3 +320,27 @@ def test_in_process_worker_surfaces_contradictions_in_packets(runtime: Any, name
         assert packet["projectionsSeq"] == 2
         others = {c["other"]["content"] for c in packet["contradictions"]}
         assert others == {"The checkout-api service is healthy", "The checkout-api service is down"}
+
+
+def test_entity_graph_fields(client: TestClient, runtime: Any, tenants: tuple[str, str]) -> None:
+    ns_a, ns_b = tenants
+    for text in ("checkout-api calls payments-db for every order.",
+                 "payments-db replicates to ledger-store nightly.",
+                 "checkout-api and search-api share the edge cache."):
+        gql(client, INGEST, input={"content": text, "source": "arch"})
+    mem = Memory(runtime, ns_a)
+    mem.run_projections()
+    mem.refresh_pagerank(force=True)
+    top = gql(client, "{ topEntities(first: 10) { id name pagerank } }")["data"]["topEntities"]
+    names = [e["name"] for e in top]
+    assert "payments-db" in names and all(e["pagerank"] is not None for e in top)
+    by_name = gql(client, """{ entity(name: "checkout-api") { id name neighbors(first: 5) { name weight } } }""")
+    ent = by_name["data"]["entity"]
+    assert {n["name"] for n in ent["neighbors"]} >= {"payments-db", "search-api"}
+    ledger = next(e for e in top if e["name"] == "ledger-store")
+    path = gql(client, """query($a: String!, $b: String!) { path(from: $a, to: $b, maxHops: 3) { name } }""",
+               a=ent["id"], b=ledger["id"])["data"]["path"]
+    assert [p["name"] for p in path] == ["checkout-api", "payments-db", "ledger-store"]
+    assert codes(gql(client, """query($ns: String) { topEntities(namespace: $ns) { id } }""", ns=ns_b)) == [
+        "FORBIDDEN"]
+    assert codes(gql(client, "{ entity { id } }")) == ["BAD_INPUT"]
