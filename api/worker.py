@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from neo4j.exceptions import ServiceUnavailable, SessionExpired
+
 from api.runtime import Runtime
 from extraction import entities as ent
 from extraction.contradiction import (
@@ -120,6 +122,7 @@ class ProjectionWorker:
         self.factory = DetectorFactory(self.config.detector_options)
         self.fixed_detectors = list(detectors) if detectors is not None else None
         self.failures: Counter[str] = Counter()
+        self.pass_errors: list[str] = []  # per-namespace failures of the last run_pending
         self._gds: bool | None = None
 
     @property
@@ -253,7 +256,18 @@ class ProjectionWorker:
     def run_pending(self, namespaces: Sequence[str] | None = None, *, pagerank: bool = True) -> list[PassReport]:
         """One pass over every namespace with pending work (or over the given ones)."""
         names = list(namespaces) if namespaces else proj.pending_namespaces(self.rt.driver, self._db)
-        return [self.run_once(ns, pagerank=pagerank) for ns in names]
+        reports = []
+        self.pass_errors = []
+        for ns in names:
+            try:
+                reports.append(self.run_once(ns, pagerank=pagerank))
+            except (ServiceUnavailable, SessionExpired):
+                raise  # the database is gone: the whole pass backs off
+            except Exception as exc:  # one namespace's trouble (e.g. deleted mid-pass) must not stall the rest
+                self.failures["namespace"] += 1
+                self.pass_errors.append(f"{type(exc).__name__}: {exc}")
+                log.exception("projections of %s failed; other namespaces go on", ns)
+        return reports
 
 
 _default_workers: dict[int, ProjectionWorker] = {}
@@ -327,6 +341,15 @@ class BackgroundWorker:
         while not self._stop.is_set():
             try:
                 reports = self.worker.run_pending(self.namespaces, pagerank=False)
+                for error in self.worker.pass_errors:
+                    self.errors += 1
+                    self.last_error = error
+                if self.worker.pass_errors:
+                    delay = min(max(delay * 2, self.interval), self.max_backoff)
+                    self._wake.wait(delay)
+                    self._wake.clear()
+                    if not reports:
+                        continue
                 for report in reports:
                     if report.batches:
                         self.reports.append(report)

@@ -306,7 +306,7 @@ def test_in_process_worker_surfaces_contradictions_in_packets(runtime: Any, name
         q(INGEST.replace("ingest(input: $input)", "ingest(input: $input, namespace: $ns)").replace(
             "($input: ClaimInput!)", "($input: ClaimInput!, $ns: String)"),
           input={"content": "The checkout-api service is down", "source": "pager"}, ns=namespace)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         stats: dict[str, Any] = {}
         while time.monotonic() < deadline:
             stats = q("query($ns: String) { stats(namespace: $ns) { revision projectionsSeq } }", ns=namespace)
