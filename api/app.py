@@ -63,8 +63,9 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
         if worker:
             from api.worker import BackgroundWorker, WorkerConfig
 
-            # A few batches per namespace per pass: one big backlog never starves the others.
-            background = BackgroundWorker(app.state.runtime, config=WorkerConfig(max_batches_per_pass=4)).start()
+            # One batch per namespace per pass: a big backlog never starves the others.
+            background = BackgroundWorker(app.state.runtime, config=WorkerConfig(max_batches_per_pass=1)).start()
+        app.state.worker = background
         try:
             yield
         finally:

@@ -313,7 +313,12 @@ def test_in_process_worker_surfaces_contradictions_in_packets(runtime: Any, name
             if stats["data"]["stats"]["projectionsSeq"] == stats["data"]["stats"]["revision"]:
                 break
             time.sleep(0.2)
-        assert stats["data"]["stats"]["projectionsSeq"] == 2
+        worker = c.app.state.worker  # type: ignore[attr-defined]
+        from graph.projections import pending_namespaces
+
+        assert stats["data"]["stats"]["projectionsSeq"] == 2, (
+            f"worker passes={worker.passes} errors={worker.errors} last_error={worker.last_error} "
+            f"pending={pending_namespaces(runtime.driver)}")
         packet = q("""query($ns: String) { recall(query: "is checkout-api up?", namespace: $ns) {
             projectionsSeq items { id content } contradictions { itemId other { content } method } } }""",
                    ns=namespace)["data"]["recall"]
