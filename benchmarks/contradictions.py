@@ -44,6 +44,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from graph.maintenance import drop_namespace
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SICK = REPO.parent / "shared" / "data" / "sick"
 DEFAULT_PAIRS = Path(__file__).resolve().parent / "data" / "agent_memory_pairs.jsonl"
@@ -251,8 +253,7 @@ def end_to_end(args: argparse.Namespace, agent_pairs: Sequence[Pair]) -> dict[st
         stop.set()
         worker.stop()
         if not args.keep:
-            for label in ("Claim", "Commit", "Store", "Policy", "PacketLog"):  # our constants, never input
-                rt.driver.execute_query(f"MATCH (n:{label} {{namespace: $ns}}) DETACH DELETE n", ns=namespace)
+            drop_namespace(rt.driver, namespace)  # entities the worker derived go too
         rt.close()
 
 

@@ -38,11 +38,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from graph.maintenance import drop_namespace
+
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
-CLEANUP_CYPHER = (
-    "MATCH (n:Claim|Store|Commit|Policy|PacketLog|Entity|Fact {namespace: $ns}) "
-    "WITH n LIMIT 5000 DETACH DELETE n RETURN count(*) AS deleted"
-)
 DENSE_CYPHER = (
     "CALL db.index.vector.queryNodes('claim_embedding', $n, $vec) YIELD node, score WHERE node.namespace = $ns "
     "RETURN node.id AS id ORDER BY score DESC, id LIMIT $k"
@@ -211,8 +209,7 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
         return result
     finally:
         if not keep:
-            while rt.driver.execute_query(CLEANUP_CYPHER, ns=ns)[0][0]["deleted"]:
-                pass
+            drop_namespace(rt.driver, ns)
         rt.close()
 
 

@@ -61,11 +61,6 @@ BASELINE_CYPHER = (
     "RETURN node.id AS id, node.content AS content, node.claim_key AS claim_key, score "
     "ORDER BY score DESC, node.id LIMIT $k"
 )
-# Labels are constants, never input. Entity/Fact are included so derived nodes, if any, go too.
-CLEANUP_CYPHER = (
-    "MATCH (n:Claim|Store|Commit|Policy|PacketLog|Entity|Fact {namespace: $ns}) "
-    "WITH n LIMIT 5000 DETACH DELETE n RETURN count(*) AS deleted"
-)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -746,10 +741,9 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
 
 
 def _cleanup(rt: Any, ns: str) -> None:
-    while True:
-        records, _, _ = rt.driver.execute_query(CLEANUP_CYPHER, ns=ns, database_=rt.settings.database)
-        if records[0]["deleted"] == 0:
-            return
+    from graph.maintenance import drop_namespace
+
+    drop_namespace(rt.driver, ns, database=rt.settings.database)
 
 
 def _ingest(corpus: Corpus, mem: Any, versions: int, seed: int) -> dict[str, Any]:

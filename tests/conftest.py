@@ -116,18 +116,10 @@ def namespace(driver: Driver) -> Iterator[str]:
     wipe_namespace(driver, ns)
 
 
-LABELS = ("Claim", "Entity", "Fact", "Store", "Policy", "Commit", "PacketLog")
-
-
 def wipe_namespace(driver: Driver, ns: str) -> None:
-    for label in LABELS:  # labels are our constants, never input
-        while True:
-            records, _, _ = driver.execute_query(
-                f"MATCH (n:{label} {{namespace: $ns}}) WITH n LIMIT 5000 DETACH DELETE n "
-                "RETURN count(*) AS n", ns=ns,
-            )
-            if records[0]["n"] == 0:
-                break
+    from graph.maintenance import drop_namespace
+
+    drop_namespace(driver, ns)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
