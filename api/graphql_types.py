@@ -110,6 +110,7 @@ class ContradictionSettings:
 class Policy:
     graph_expansion: str
     fusion: str
+    extractor: str
     contradiction: ContradictionSettings
 
 
@@ -217,8 +218,14 @@ class PolicyInput:
     graph_expansion: str | None = None
     fusion: str | None = None
     identifier_boost: float | None = None
+    sibling_penalty: float | None = None
     embedding_model: str | None = None
+    extractor: str | None = None
+    extractor_model: str | None = None
     contradiction: JSON | None = None
+    inferred_supersession: bool | None = None
+    inferred_min_similarity: float | None = None
+    inferred_min_confidence: float | None = None
 
     def to_raw(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self).items() if v is not None}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -20,9 +20,10 @@ from api.runtime import Runtime
 from extraction.entities import canonical, query_phrases
 from graph import claim_queries, contradiction_queries, packet_log, policies, store
 from graph import entities as entity_q
+from graph import facts as facts_q
 from graph import history as history_q
 from graph.claim_queries import ClaimFilter
-from graph.recall import RecallRequest
+from graph.recall import PolicyChangedError, RecallRequest
 from graph.recall import recall as recall_q
 from schema import limits
 from schema.errors import BadInputError, LimitExceededError, NotFoundError, PalimpsestError
@@ -199,7 +200,7 @@ class Memory:
         if len(query) > limits.MAX_QUERY_CHARS:
             raise LimitExceededError(f"query must be at most {limits.MAX_QUERY_CHARS} characters",
                                      field="query", limit=limits.MAX_QUERY_CHARS)
-        pol = self.policy(policy_version)
+        pol, stored_hash = policies.resolve_policy(self.rt.driver, self.namespace, policy_version, self._db)
         k = pol.k if k is None else k
         if not isinstance(k, int) or k < 1:
             raise BadInputError("k must be a positive integer", field="k")
@@ -212,8 +213,16 @@ class Memory:
         vector = self.rt.embedder.embed_query(query.strip())
         phrases = tuple(query_phrases(query.strip())) if pol.graph_expansion == "ppr" else ()
         req = RecallRequest(self.namespace, query.strip(), vector, pol, k, as_of_revision, when, projections_seq,
-                            phrases)
-        packet = recall_q(self.rt.driver, req, self._db)
+                            phrases, check_policy=True, policy_hash=stored_hash)
+        try:
+            packet = recall_q(self.rt.driver, req, self._db)
+        except PolicyChangedError:  # the cached policy went stale (namespace dropped, version re-registered)
+            policies.forget_policy(self.rt.driver, self.namespace, policy_version, self._db)
+            fresh, stored_hash = policies.resolve_policy(self.rt.driver, self.namespace, policy_version, self._db)
+            if fresh != pol:  # k, caps and fetch sizes may differ: validate again from the start
+                return self.recall(query, k=None if k == pol.k else k, policy_version=policy_version,
+                                   as_of_revision=as_of_revision, valid_at=valid_at, projections_seq=projections_seq)
+            packet = recall_q(self.rt.driver, replace(req, policy_hash=stored_hash), self._db)
         if self.log_packets:
             packet_log.log_packet(self.rt.driver, packet, self._db)
         return packet
@@ -310,6 +319,14 @@ class Memory:
     def top_entities(self, first: int = 20) -> list[dict[str, Any]]:
         """Entities by global PageRank as last computed by the worker."""
         return entity_q.top_entities(self.rt.driver, self.namespace, first, self._db)
+
+    def facts(self, entity_id: str | None = None, *, include_superseded: bool = False,
+              first: int = 100) -> list[dict[str, Any]]:
+        """Facts the worker derived (about `entity_id` as subject or object, if given), newest first,
+        with confidence and supporting claim ids; superseded ones too when asked, since they still
+        say what held before."""
+        return facts_q.list_facts(self.rt.driver, self.namespace, entity_id=entity_id,
+                                  include_superseded=include_superseded, first=first, database=self._db)
 
     def refresh_pagerank(self, *, force: bool = True) -> bool:
         """Recompute global PageRank now (the worker does it when the graph grew enough); True if it ran."""

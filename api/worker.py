@@ -33,6 +33,7 @@ from neo4j.exceptions import ServiceUnavailable, SessionExpired
 
 from api.runtime import Runtime
 from extraction import entities as ent
+from extraction import supersession
 from extraction.contradiction import (
     Detector,
     DetectorFactory,
@@ -41,7 +42,8 @@ from extraction.contradiction import (
     detect_contradictions,
 )
 from graph import entities as graph_entities
-from graph import gds, policies
+from graph import facts as graph_facts
+from graph import gds, inferred, policies
 from graph import projections as proj
 from schema.errors import NotFoundError
 from schema.models import DEFAULT_POLICY, Policy
@@ -59,9 +61,12 @@ class WorkerConfig:
     batch_claims: int = 200
     max_batches_per_pass: int | None = None
     detector_options: DetectorOptions = field(default_factory=DetectorOptions)
-    # The entity job (after the contradiction job, committed in the same transaction).
+    # The entity job (after the contradiction job, committed in the same transaction). The
+    # policy's `extractor` picks offline or LLM extraction; these are the process-level knobs of
+    # each (the LLM's rate limit, batch size, provider plumbing — not the model, which is policy).
     entities: bool = True
     extractor: ent.ExtractorOptions = field(default_factory=ent.ExtractorOptions)
+    llm_extractor: ent.LlmExtractorOptions = field(default_factory=ent.LlmExtractorOptions)
     # Near-duplicate merging by embedding similarity (names embedded with the runtime's embedder).
     entity_embeddings: bool = True
     entity_merge_threshold: float = 0.92
@@ -88,6 +93,23 @@ class PassReport:
     edges_created: int = 0
     entities_created: int = 0
     mentions_created: int = 0
+    # Extraction by the policy's extractor: model calls, their summed cost (litellm's price list;
+    # calls it cannot price are counted apart), claims whose call failed (they got offline links),
+    # and what the facts did to the store.
+    extractor: str = "offline"
+    extraction_calls: int = 0
+    extraction_cost_usd: float = 0.0
+    extraction_unpriced_calls: int = 0
+    extraction_failed_claims: int = 0
+    facts_created: int = 0
+    facts_superseded: int = 0
+    fact_supports_created: int = 0
+    facts_dropped: int = 0
+    # Inferred supersession (policy.inferred_supersession): pairs judged, supersessions written,
+    # and why the others were rejected (by the judge's test name).
+    inferred_pairs: int = 0
+    inferred_supersessions: int = 0
+    inferred_rejected: dict[str, int] = field(default_factory=dict)
     pagerank_runs: int = 0
     detector_failures: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -103,7 +125,14 @@ class PassReport:
                 "subjects": self.subjects, "pairs": self.pairs, "verdicts": self.verdicts,
                 "contradictions": self.contradictions, "edges_created": self.edges_created,
                 "entities_created": self.entities_created, "mentions_created": self.mentions_created,
-                "pagerank_runs": self.pagerank_runs,
+                "extractor": self.extractor, "extraction_calls": self.extraction_calls,
+                "extraction_cost_usd": round(self.extraction_cost_usd, 8),
+                "extraction_unpriced_calls": self.extraction_unpriced_calls,
+                "extraction_failed_claims": self.extraction_failed_claims, "facts_created": self.facts_created,
+                "facts_superseded": self.facts_superseded, "fact_supports_created": self.fact_supports_created,
+                "facts_dropped": self.facts_dropped, "inferred_pairs": self.inferred_pairs,
+                "inferred_supersessions": self.inferred_supersessions,
+                "inferred_rejected": dict(sorted(self.inferred_rejected.items())), "pagerank_runs": self.pagerank_runs,
                 "detector_failures": dict(sorted(self.detector_failures.items())), "problems": self.problems,
                 "seconds": round(self.seconds, 4)}
 
@@ -124,6 +153,9 @@ class ProjectionWorker:
         self.failures: Counter[str] = Counter()
         self.pass_errors: list[str] = []  # per-namespace failures of the last run_pending
         self._gds: bool | None = None
+        # LLM extractors by model, kept across passes so their rate limit spans passes too.
+        self._llm_extractors: dict[str, ent.LlmExtractor] = {}
+        self._extractor_lock = threading.Lock()
 
     @property
     def _db(self) -> str | None:
@@ -145,7 +177,8 @@ class ProjectionWorker:
         policy, problems = self.policy_for(namespace)
         state = proj.projections_state(self.rt.driver, namespace, self._db)
         seq = state.projections_seq if state else 0
-        report = PassReport(namespace, policy.version, seq, seq, state.revision if state else 0, problems=problems)
+        report = PassReport(namespace, policy.version, seq, seq, state.revision if state else 0, problems=problems,
+                            extractor=policy.extractor)
         if self.fixed_detectors is not None:
             detectors = self.fixed_detectors
         else:
@@ -183,11 +216,18 @@ class ProjectionWorker:
             report.detector_failures[method] = report.detector_failures.get(method, 0) + 1
         edges = [proj.EdgeWrite(pairs[i].newer_id, pairs[i].older_id, v.method, v.score, pairs[i].revision, v.reason)
                  for i, v in result.contradictions]
-        entity_batch = self._entities(batch) if self.config.entities else None
+        entity_batch, fact_writes = (self._entities(batch, policy, report) if self.config.entities
+                                     else (None, []))
+        inferred_writes = (self._inferred(batch, policy, entity_batch, report)
+                           if policy.inferred_supersession and entity_batch is not None else [])
         committed = proj.commit_batch(self.rt.driver, batch.namespace, batch.from_seq, batch.to_seq, edges, self._db,
-                                      entities=entity_batch)
+                                      entities=entity_batch, facts=fact_writes, inferred=inferred_writes)
+        report.inferred_supersessions += committed.inferred_created
         report.entities_created += committed.entity_counters.get("entities_created", 0)
         report.mentions_created += committed.entity_counters.get("mentions_created", 0)
+        report.facts_created += committed.fact_counters.get("facts_created", 0)
+        report.facts_superseded += committed.fact_counters.get("facts_superseded", 0)
+        report.fact_supports_created += committed.fact_counters.get("supports_created", 0)
         report.batches += 1
         report.to_seq = committed.to_seq
         report.subjects += len(batch.subjects)
@@ -196,20 +236,51 @@ class ProjectionWorker:
         report.contradictions += len(result.contradictions)
         report.edges_created += committed.edges_created
 
-    def _entities(self, batch: proj.Batch) -> graph_entities.EntityBatch:
-        """The entity job for one batch: link to known entities, propose, resolve, backfill older claims."""
+    def extractor_for(self, policy: Policy) -> ent.Extractor:
+        """The policy's extractor; an LLM extractor is built once per model and kept."""
+        if policy.extractor != "llm" or not policy.extractor_model:
+            return ent.OfflineExtractor(self.config.extractor)
+        with self._extractor_lock:
+            found = self._llm_extractors.get(policy.extractor_model)
+            if found is None:
+                found = self._llm_extractors[policy.extractor_model] = ent.LlmExtractor(
+                    policy.extractor_model, self.config.llm_extractor, offline=self.config.extractor)
+            return found
+
+    def _entities(self, batch: proj.Batch, policy: Policy,
+                  report: PassReport) -> tuple[graph_entities.EntityBatch, list[graph_facts.FactWrite]]:
+        """The entity job for one batch: extract (offline or LLM, as the policy says), resolve, backfill
+        older claims; then map the extracted facts onto the resolved entity ids."""
         cfg, ns = self.config, batch.namespace
         seen: set[str] = set()
-        claims: list[ent.ClaimText] = []
+        fresh: list[ent.ClaimText] = []
+        restored: list[ent.ClaimText] = []
         for s in batch.subjects:
             if s.id not in seen:
                 seen.add(s.id)
-                claims.append(ent.ClaimText(s.id, s.content, s.metadata, s.revision))
+                text = ent.ClaimText(s.id, s.content, s.metadata, s.revision, s.valid_from, s.valid_to)
+                # A claim restored by a retraction was read when it was written: relink it, never re-ask a model.
+                (fresh if s.revision == s.claim_revision else restored).append(text)
+        claims = sorted(fresh + restored, key=lambda c: (c.revision, c.id))
         if not claims:
-            return graph_entities.EntityBatch()
+            return graph_entities.EntityBatch(), []
         known = [ent.KnownEntity(r.id, r.name, r.aliases)
                  for r in graph_entities.load_dictionary(self.rt.driver, ns, self._db)]
-        linked = ent.link_and_propose(claims, ent.build_matcher(known), cfg.extractor)
+        matcher = ent.build_matcher(known)
+        extraction = self.extractor_for(policy).extract(fresh, matcher)
+        if restored:
+            again = ent.link_and_propose(restored, matcher, cfg.extractor)
+            for cid, ids in again.links.items():
+                extraction.linked.links.setdefault(cid, set()).update(ids)
+            extraction.linked.unresolved.extend(again.unresolved)
+        report.extraction_calls += extraction.calls
+        report.extraction_cost_usd += extraction.cost_usd
+        report.extraction_unpriced_calls += extraction.unpriced_calls
+        report.extraction_failed_claims += len(extraction.failed_claims)
+        report.problems.extend(extraction.problems)
+        if extraction.failed_claims:
+            self.failures["extractor"] += 1
+        linked = extraction.linked
         vectors: dict[str, list[float]] = {}
         neighbours: dict[str, list[ent.Neighbour]] = {}
         if cfg.entity_embeddings and linked.unresolved:
@@ -228,17 +299,65 @@ class ProjectionWorker:
             older = graph_entities.claims_naming(self.rt.driver, ns, [e.canonical for e in result.new_entities],
                                                  batch.from_seq, database=self._db)
             mentions.extend(ent.backfill_links(older, result.new_entities))
+        resolved, dropped = ent.resolve_facts(extraction.facts, matcher, known, result)
+        report.facts_dropped += len(extraction.dropped) + len(dropped)
+        for reason in (*extraction.dropped, *dropped):
+            log.info("projections %s: fact dropped: %s", ns, reason)
+        facts = [graph_facts.FactWrite(f.claim_id, f.revision, f.subject_id, f.subject, f.predicate, f.object,
+                                       f.object_key, f.object_id, f.valid_from, f.valid_to, f.confidence,
+                                       f.single_valued) for f in resolved]
         return graph_entities.EntityBatch(
             new_entities=[{"id": e.id, "name": e.name, "canonical": e.canonical, "type": e.type,
                            "revision": e.revision, "embedding": vectors.get(e.canonical)}
                           for e in result.new_entities],
             aliases=[{"id": eid, "alias": a} for eid, aliases in sorted(result.aliases.items()) for a in aliases],
             mentions=[{"claim": c, "entity": e, "revision": r} for c, e, r in sorted(set(mentions))],
+        ), facts
+
+    def _inferred(self, batch: proj.Batch, policy: Policy, entities: graph_entities.EntityBatch,
+                  report: PassReport) -> list[inferred.InferredWrite]:
+        """Inferred supersession for one batch: claims written in it without a claim_key, judged
+        against the older current claims that share an entity with them.
+
+        Runs after the entity job because the batch's MENTIONS are only committed with it: they
+        are passed along in memory. A claim restored by a retraction is not a subject here — it
+        is the older side of a pair, never a new statement. The decisions are written by the
+        projections commit (graph.inferred.write_inferred), which re-checks them under the lock.
+        """
+        subjects = [s for s in batch.subjects if s.claim_key is None and s.revision == s.claim_revision]
+        if not subjects:
+            return []
+        mentions: dict[str, set[str]] = {}
+        for m in entities.mentions:
+            mentions.setdefault(str(m["claim"]), set()).add(str(m["entity"]))
+        names = {str(e["id"]): str(e["name"]) for e in entities.new_entities}
+        canonicals = {str(e["id"]): str(e["canonical"]) for e in entities.new_entities}
+        found = inferred.inference_candidates(
+            self.rt.driver, batch.namespace, [s.id for s in subjects], extra_mentions=mentions, extra_names=names,
+            extra_canonicals=canonicals,
+            min_similarity=policy.inferred_min_similarity, limit=policy.contradiction.max_pairs_per_claim,
+            database=self._db,
         )
+        # Write order (revision, then place in the batch): versions written together chain v1 ← v2 ← v3.
+        found.sort(key=lambda f: (f.subject.revision, f.subject.batch_index, f.subject.id))
+        views = [(supersession.ClaimView(f.subject.id, f.subject.content, f.subject.entities), f.subject.revision)
+                 for f in found]
+        candidates = {f.subject.id: [supersession.Candidate(
+            supersession.ClaimView(c.id, c.content, c.entities), cos) for c, cos in f.candidates] for f in found}
+        plan_report = supersession.PlanReport()
+        decided = supersession.plan(views, candidates, min_similarity=policy.inferred_min_similarity,
+                                    min_confidence=policy.inferred_min_confidence,
+                                    heuristic_threshold=policy.contradiction.heuristic_threshold, report=plan_report)
+        report.inferred_pairs += plan_report.pairs
+        for kind, n in plan_report.rejected.items():
+            report.inferred_rejected[kind] = report.inferred_rejected.get(kind, 0) + n
+        return [inferred.InferredWrite(d.newer_id, d.older_id, d.revision, d.confidence, d.kind, d.reason)
+                for d in decided]
 
     def refresh_pagerank(self, namespace: str, report: PassReport) -> None:
         """PageRank is a derived view, refreshed after projections_seq has moved (never delaying it)."""
-        if not (self.config.entities and self.config.pagerank and report.entities_created + report.mentions_created):
+        if not (self.config.entities and self.config.pagerank
+                and report.entities_created + report.mentions_created + report.facts_created):
             return
         if self._gds is None:
             self._gds = gds.gds_available(self.rt.driver, self._db)

@@ -30,6 +30,15 @@ Why it is built this way:
 * **Seeded.** All randomness comes from `random.Random(seed)`-style generators, so a seed gives the same
   corpus, write order and as-of sample. (Claim ids are UUIDs, so exact tie-breaks may differ between runs.)
 
+* **`--no-keys`: the same corpus without claim keys.** Nothing then tells the store which claims are
+  versions of one fact; only inferred supersession (a policy option, run by the background worker) can
+  hide the old versions. The corpus is written twice into two namespaces of the same Neo4j, by the same
+  process, with inference OFF (the default policy) and ON, and the worker is run until caught up after
+  every round, as a live system would. Besides accuracy and staleness it reports every inferred link
+  classified against the ground truth: a link between versions of one key is right; anything else —
+  above all the same attribute of another subject — is a false supersession. Its results go to
+  `temporal-nokeys-*.json`; the keyed run's output is unchanged.
+
 Run `python -m benchmarks.temporal --help`; `--quick` is a small smoke-sized run.
 """
 
@@ -662,6 +671,12 @@ def _parse(args_list: list[str] | None) -> argparse.Namespace:
                    help="register and use a policy with this fusion instead of the default policy")
     p.add_argument("--text-weight", type=float, default=1.0, help="text weight of that policy (default 1.0)")
     p.add_argument("--quick", action="store_true", help="smoke-test size: keys=10, distractors=40, asof-samples=30")
+    p.add_argument("--no-keys", action="store_true", help="ingest without claim keys, twice: inferred supersession "
+                   "OFF and ON (two namespaces), worker run after every round")
+    p.add_argument("--inferred-min-similarity", type=float, default=None,
+                   help="--no-keys: the ON policy's inferred_min_similarity (default: the Policy default)")
+    p.add_argument("--inferred-min-confidence", type=float, default=None,
+                   help="--no-keys: the ON policy's inferred_min_confidence (default: the Policy default)")
     p.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS_DIR, help="where JSON results go")
     a = p.parse_args(args_list)
     quick = {"keys": 10, "distractors": 40, "asof_samples": 30}
@@ -704,25 +719,32 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
     rt = Runtime(base_rt.settings, base_rt.driver, cast(Embedder, _FreshQueryEmbedder(base_rt.embedder)),
                  base_rt.schema_version)
     ns, db = args.namespace, base_rt.settings.database
-    existing, _, _ = rt.driver.execute_query("MATCH (s:Store {namespace: $ns}) RETURN count(s) AS n", ns=ns,
-                                             database_=db)
-    if existing[0]["n"]:
-        base_rt.close()
-        raise SystemExit(f"namespace {ns!r} already holds data; choose an empty one")
+    namespaces = [f"{ns}-off", f"{ns}-on"] if args.no_keys else [ns]
+    for name in namespaces:
+        existing, _, _ = rt.driver.execute_query("MATCH (s:Store {namespace: $ns}) RETURN count(s) AS n", ns=name,
+                                                 database_=db)
+        if existing[0]["n"]:
+            base_rt.close()
+            raise SystemExit(f"namespace {name!r} already holds data; choose an empty one")
     info = base_rt.info()
-    mem = Memory(rt, namespace=ns)
     args.policy_version = None
-    if args.fusion:
-        from schema.models import Policy
-
-        args.policy_version = f"bench-{args.fusion}-tw{args.text_weight:g}"
-        mem.register_policy(Policy(version=args.policy_version, fusion=args.fusion, text_weight=args.text_weight))
     try:
-        results = _measure(args, corpus, rt, mem, timings)
+        if args.no_keys:
+            results = _measure_no_keys(args, rt, timings)
+        else:
+            mem = Memory(rt, namespace=ns)
+            if args.fusion:
+                from schema.models import Policy
+
+                args.policy_version = f"bench-{args.fusion}-tw{args.text_weight:g}"
+                mem.register_policy(Policy(version=args.policy_version, fusion=args.fusion,
+                                           text_weight=args.text_weight))
+            results = _measure(args, corpus, rt, mem, timings)
     finally:
         if not args.keep:
             t0 = time.perf_counter()
-            _cleanup(rt, ns)
+            for name in namespaces:
+                _cleanup(rt, name)
             timings["cleanup_s"] = time.perf_counter() - t0
         base_rt.close()
     timings["total_s"] = time.perf_counter() - started
@@ -735,8 +757,8 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
         "loadavg_start": load_start, "loadavg_end": list(os.getloadavg()),
     }
     results["namespace_kept"] = bool(args.keep)
-    print(render_table(results))
-    _write(results, args.results_dir)
+    print(render_no_keys_table(results) if args.no_keys else render_table(results))
+    _write(results, args.results_dir, "temporal-nokeys" if args.no_keys else "temporal")
     return results
 
 
@@ -746,8 +768,12 @@ def _cleanup(rt: Any, ns: str) -> None:
     drop_namespace(rt.driver, ns, database=rt.settings.database)
 
 
-def _ingest(corpus: Corpus, mem: Any, versions: int, seed: int) -> dict[str, Any]:
-    """Round v writes version v of every key plus a share of the distractors, shuffled, in ≤1000 batches."""
+def _ingest(corpus: Corpus, mem: Any, versions: int, seed: int, *, keys: bool = True,
+            after_round: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Round v writes version v of every key plus a share of the distractors, shuffled, in ≤1000 batches.
+
+    `keys=False` leaves the claim keys out (the --no-keys mode); `after_round` runs after each round
+    (there: the background worker, until caught up)."""
     rng = random.Random(seed + 1)
     chunks = [corpus.distractors[i::versions] for i in range(versions)]
     batches: list[dict[str, int]] = []
@@ -762,7 +788,8 @@ def _ingest(corpus: Corpus, mem: Any, versions: int, seed: int) -> dict[str, Any
             payload = []
             for obj, v in batch:
                 if isinstance(obj, KeySpec):
-                    payload.append({"content": obj.contents[v], "source": obj.sources[v], "claim_key": obj.claim_key})
+                    payload.append({"content": obj.contents[v], "source": obj.sources[v]}
+                                   | ({"claim_key": obj.claim_key} if keys else {}))
                 else:
                     payload.append({"content": obj.content, "source": obj.source})
             res = mem.ingest_many(payload)
@@ -770,7 +797,7 @@ def _ingest(corpus: Corpus, mem: Any, versions: int, seed: int) -> dict[str, Any
                 if not item.ok or item.id is None or item.revision is None:
                     raise RuntimeError(f"ingest failed for {payload[item.index]!r}: {item.error}")
                 if isinstance(obj, KeySpec):
-                    expected_prev = obj.ids[v - 1] if v > 0 else None
+                    expected_prev = obj.ids[v - 1] if v > 0 and keys else None
                     mismatches += item.supersedes != expected_prev
                     obj.ids.append(item.id)
                     obj.revisions.append(item.revision)
@@ -778,6 +805,8 @@ def _ingest(corpus: Corpus, mem: Any, versions: int, seed: int) -> dict[str, Any
                     obj.id, obj.revision = item.id, item.revision
             batches.append({"round": version + 1, "revision": res.revision, "items": len(batch)})
         round_revisions.append(batches[-1]["revision"])
+        if after_round is not None:
+            after_round(version)
     return {"batches": batches, "round_revisions": round_revisions, "supersession_mismatches": mismatches}
 
 
@@ -950,6 +979,314 @@ def _measure(args: argparse.Namespace, corpus: Corpus, rt: Any, mem: Any, timing
     }
 
 
+# ------------------------------------------------------------------------------------------------
+# --no-keys: the same corpus without claim keys, inferred supersession OFF vs ON
+# ------------------------------------------------------------------------------------------------
+NO_KEYS_ARMS = ("inference_off", "inference_on")
+
+_INFERRED_CYPHER = (
+    "MATCH (n:Claim {namespace: $ns})-[s:SUPERSEDES {reason: 'inferred'}]->(o:Claim {namespace: $ns}) "
+    "RETURN n.id AS newer, o.id AS older, s.confidence AS confidence, s.kind AS kind, s.detail AS detail, "
+    "s.revision AS revision ORDER BY s.revision, newer, older"
+)
+
+
+def classify_link(newer: tuple[int, int] | None, older: tuple[int, int] | None, keys: Sequence[KeySpec],
+                  newer_text: str = "", older_text: str = "") -> str:
+    """What an inferred link joined, by the corpus's ground truth. Only `same_key` is right.
+
+    Distractor pairs restated with another value in the same wording ("… soak for 30 minutes" /
+    "… for 45 minutes") are told apart as `distractor_restated`: textually they ARE a value update,
+    so they are reported, but separately from links that no reading of the text supports.
+    """
+    if newer is not None and older is not None:
+        kn, ko = keys[newer[0]], keys[older[0]]
+        if kn.index == ko.index:
+            return "same_key" if newer[1] > older[1] else "same_key_backwards"
+        attr_n, attr_o = kn.claim_key.rsplit("/", 1)[1], ko.claim_key.rsplit("/", 1)[1]
+        if kn.subject == ko.subject:
+            return "same_subject_other_attribute"
+        if attr_n == attr_o:
+            return "same_attribute_other_subject"
+        return "other_key"
+    if newer is None and older is None:
+        import difflib
+
+        ratio = difflib.SequenceMatcher(None, newer_text.split(), older_text.split()).ratio()
+        return "distractor_restated" if ratio >= 0.75 else "distractor_distractor"
+    return "distractor_and_key"
+
+
+def _measure_no_keys(args: argparse.Namespace, rt: Any, timings: dict[str, float]) -> dict[str, Any]:
+    """Both arms: ingest without keys (worker after every round), recall every key's query, classify links."""
+    from api.memory import Memory
+    from api.worker import WorkerConfig
+    from schema.models import Policy
+
+    k, db = args.k, rt.settings.database
+    knobs: dict[str, Any] = {"fusion": args.fusion, "text_weight": args.text_weight} if args.fusion else {}
+    thresholds = {name: value for name, value in (("inferred_min_similarity", args.inferred_min_similarity),
+                                                  ("inferred_min_confidence", args.inferred_min_confidence))
+                  if value is not None}
+    policies = {"inference_off": Policy(version="bench-nokeys-off", **knobs),
+                "inference_on": Policy(version="bench-nokeys-inferred", inferred_supersession=True, **knobs,
+                                       **thresholds)}
+    arms: dict[str, dict[str, Any]] = {}
+    for arm in NO_KEYS_ARMS:
+        ns = f"{args.namespace}-{'on' if arm == 'inference_on' else 'off'}"
+        corpus = generate_corpus(args.keys, args.versions, args.distractors, args.seed)  # same data, own ids
+        mem = Memory(rt, namespace=ns)
+        policy = mem.register_policy(policies[arm])
+        config = WorkerConfig(policy_version=policy.version, pagerank=False)
+        passes: list[dict[str, Any]] = []
+
+        def catch_up(_round: int, mem: Any = mem, config: WorkerConfig = config,
+                     passes: list[dict[str, Any]] = passes) -> None:
+            for _ in range(100):
+                report = mem.run_projections(config)
+                passes.append(report.as_dict())
+                if report.caught_up:
+                    return
+            raise RuntimeError(f"the worker did not catch up on {mem.namespace!r}")
+
+        t0 = time.perf_counter()
+        log = _ingest(corpus, mem, args.versions, args.seed, keys=False, after_round=catch_up)
+        timings[f"{arm}_ingest_and_worker_s"] = time.perf_counter() - t0
+        arms[arm] = {"ns": ns, "corpus": corpus, "mem": mem, "policy": policy, "log": log, "passes": passes}
+
+    def palimpsest(arm: str) -> Callable[[str], Call]:
+        mem, version = arms[arm]["mem"], arms[arm]["policy"].version
+
+        def call(query: str) -> Call:
+            t = time.perf_counter()
+            packet = mem.recall(query, k=k, policy_version=version)
+            return Call([it.id for it in packet.items], (time.perf_counter() - t) * 1000, str(packet.fingerprint))
+        return call
+
+    def baseline(query: str) -> Call:
+        t = time.perf_counter()
+        vec = rt.embedder.embed_query(query)
+        records, _, _ = rt.driver.execute_query(BASELINE_CYPHER, n=k * 10, vec=vec, ns=arms["inference_off"]["ns"],
+                                                k=k, database_=db, routing_="r")
+        ids = [str(r["id"]) for r in records]
+        return Call(ids, (time.perf_counter() - t) * 1000, "|".join(ids))
+
+    systems: dict[str, Callable[[str], Call]] = {"plain_rag": baseline, **{a: palimpsest(a) for a in NO_KEYS_ARMS}}
+    data_of = {"plain_rag": "inference_off", "inference_off": "inference_off", "inference_on": "inference_on"}
+    t0 = time.perf_counter()
+    for words in range(1, 21):
+        rt.embedder.embed([" ".join(["warm-up"] * words)])
+    for text in ("warm-up: what changed recently?", "warm-up: which limits apply?", "warm-up: who owns it?"):
+        for fn in systems.values():
+            fn(text)
+    timings["warmup_s"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    runs = {name: SystemRun() for name in systems}
+    n_keys = len(arms["inference_off"]["corpus"].keys)
+    for i in range(n_keys):
+        order = list(systems) if i % 2 == 0 else list(reversed(systems))
+        for name in order:
+            query = arms[data_of[name]]["corpus"].keys[i].query
+            runs[name].calls[i] = [systems[name](query), systems[name](query)]
+    timings["recall_s"] = time.perf_counter() - t0
+
+    last = args.versions - 1
+    metrics: dict[str, dict[str, Any]] = {}
+    failures: dict[str, list[dict[str, Any]]] = {}
+    for name, sr in runs.items():
+        corpus = arms[data_of[name]]["corpus"]
+        content_of = {cid: key.contents[v] for key in corpus.keys for v, cid in enumerate(key.ids)}
+        content_of.update({d.id: d.content for d in corpus.distractors if d.id})
+        owner = {cid: key.index for key in corpus.keys for cid in key.ids}
+        correct = stale = same = right_key = 0
+        by_domain: dict[str, list[int]] = {}
+        fails: list[dict[str, Any]] = []
+        for key in corpus.keys:
+            first, second = sr.calls[key.index]
+            top = first.ids[0] if first.ids else None
+            ok = top == key.ids[last]
+            correct += ok
+            right_key += top is not None and owner.get(top) == key.index
+            is_stale = any(cid in key.ids[:last] for cid in first.ids)
+            stale += is_stale
+            same += first.signature == second.signature
+            tally = by_domain.setdefault(key.domain, [0, 0, 0])
+            tally[0] += 1
+            tally[1] += ok
+            tally[2] += is_stale
+            if not ok:
+                fails.append({"query": key.query, "expected": key.expected_content,
+                              "got": content_of.get(top or ""), "stale_in_top_k": is_stale})
+        lat = sr.latencies()
+        metrics[name] = {
+            "temporal_accuracy": correct / n_keys, "staleness_rate": stale / n_keys,
+            "determinism_rate": same / n_keys, "right_key_at_1": right_key / n_keys,
+            "latency_ms_p50": percentile(lat, 50), "latency_ms_p95": percentile(lat, 95),
+            "queries": n_keys, "correct": correct, "stale": stale,
+            "by_domain": {d: {"keys": t[0], "temporal_accuracy": t[1] / t[0], "staleness_rate": t[2] / t[0]}
+                          for d, t in sorted(by_domain.items())},
+        }
+        failures[name] = fails[:50]
+
+    inference = {arm: _inference_report(arms[arm]["corpus"], rt, arms[arm]["ns"], args.versions)
+                 for arm in NO_KEYS_ARMS}
+    corpus = arms["inference_on"]["corpus"]
+    n_versioned = len(corpus.keys) * args.versions
+    return {
+        "benchmark": "temporal-nokeys",
+        "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "parameters": {
+            "keys_per_domain": args.keys, "versions": args.versions, "distractors": args.distractors, "k": k,
+            "seed": args.seed, "quick": args.quick, "namespaces": {a: arms[a]["ns"] for a in NO_KEYS_ARMS},
+            "policies": {a: arms[a]["policy"].model_dump(mode="json") for a in NO_KEYS_ARMS},
+            "baseline_fetch_n": k * 10, "domains": [d.name for d in DOMAINS], "worker_after_every_round": True,
+        },
+        "counts": {
+            "domains": len(DOMAINS), "keys": len(corpus.keys), "versioned_claims": n_versioned,
+            "distractors": len(corpus.distractors), "claims_total": n_versioned + len(corpus.distractors),
+            "final_revision": {a: _revision(rt, arms[a]["ns"]) for a in NO_KEYS_ARMS},
+            "worker_passes": {a: len(arms[a]["passes"]) for a in NO_KEYS_ARMS},
+        },
+        "metrics": metrics,
+        "inference": inference,
+        "worker": {a: _sum_passes(arms[a]["passes"]) for a in NO_KEYS_ARMS},
+        "failures": failures,
+    }
+
+
+def _revision(rt: Any, ns: str) -> int:
+    records, _, _ = rt.driver.execute_query("MATCH (s:Store {namespace: $ns}) RETURN s.revision AS r", ns=ns,
+                                            database_=rt.settings.database)
+    return int(records[0]["r"]) if records else 0
+
+
+def _sum_passes(passes: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    keys = ("batches", "subjects", "entities_created", "mentions_created", "inferred_pairs", "inferred_supersessions")
+    out: dict[str, Any] = {key: sum(int(p.get(key, 0)) for p in passes) for key in keys}
+    rejected: dict[str, int] = {}
+    for p in passes:
+        for reason, n in p.get("inferred_rejected", {}).items():
+            rejected[reason] = rejected.get(reason, 0) + int(n)
+    out["inferred_rejected"] = dict(sorted(rejected.items()))
+    out["seconds"] = round(sum(float(p.get("seconds", 0.0)) for p in passes), 3)
+    return out
+
+
+def _inference_report(corpus: Corpus, rt: Any, ns: str, versions: int) -> dict[str, Any]:
+    """Every inferred link in `ns`, classified; the false-supersession rates; how many versions were linked."""
+    where: dict[str, tuple[int, int] | None] = {cid: (key.index, v) for key in corpus.keys
+                                                for v, cid in enumerate(key.ids)}
+    text: dict[str, str] = {cid: key.contents[v] for key in corpus.keys for v, cid in enumerate(key.ids)}
+    for d in corpus.distractors:
+        if d.id:
+            where[d.id] = None
+            text[d.id] = d.content
+    records, _, _ = rt.driver.execute_query(_INFERRED_CYPHER, ns=ns, database_=rt.settings.database)
+    links: list[dict[str, Any]] = []
+    kinds: dict[str, int] = {}
+    for r in records:
+        newer, older = str(r["newer"]), str(r["older"])
+        kind = classify_link(where.get(newer), where.get(older), corpus.keys, text.get(newer, ""),
+                             text.get(older, ""))
+        kinds[kind] = kinds.get(kind, 0) + 1
+        loc_n, loc_o = where.get(newer), where.get(older)
+        links.append({"kind": kind, "adjacent": bool(kind == "same_key" and loc_n and loc_o
+                                                      and loc_n[1] - loc_o[1] == 1),
+                      "newer": text.get(newer), "older": text.get(older), "confidence": r["confidence"],
+                      "signal": r["kind"], "detail": r["detail"]})
+    total = len(links)
+    false_links = [link for link in links if link["kind"] != "same_key"]
+    statuses, _, _ = rt.driver.execute_query("MATCH (c:Claim {namespace: $ns}) RETURN c.id AS id, c.status AS s",
+                                             ns=ns, database_=rt.settings.database)
+    status = {str(r["id"]): str(r["s"]) for r in statuses}
+    superseded_by_other: set[str] = set()
+    for r in records:
+        newer, older = str(r["newer"]), str(r["older"])
+        loc_n, loc_o = where.get(newer), where.get(older)
+        if loc_o is None or loc_n is None or loc_n[0] != loc_o[0]:
+            superseded_by_other.add(older)
+    distractors = [d.id for d in corpus.distractors if d.id]
+    keyed = [cid for key in corpus.keys for cid in key.ids]
+    n_pairs = len(corpus.keys) * (versions - 1)
+    adjacent = sum(1 for link in links if link["adjacent"])
+    resolved = sum(all(status.get(cid) == "superseded" for cid in key.ids[:-1]) and status.get(key.ids[-1]) == "current"
+                   for key in corpus.keys)
+    return {
+        "links": total, "links_by_kind": dict(sorted(kinds.items())),
+        "false_links": len(false_links),
+        "false_link_rate": len(false_links) / total if total else None,
+        "false_links_strict": sum(1 for link in false_links if link["kind"] != "distractor_restated"),
+        "same_attribute_other_subject": kinds.get("same_attribute_other_subject", 0),
+        "distractors": len(distractors),
+        "distractors_superseded": sum(1 for d in distractors if d in superseded_by_other),
+        "distractor_superseded_rate": (sum(1 for d in distractors if d in superseded_by_other) / len(distractors)
+                                       if distractors else None),
+        "keyed_claims": len(keyed),
+        "keyed_superseded_by_other_key": sum(1 for c in keyed if c in superseded_by_other),
+        "keyed_wrongly_superseded_rate": sum(1 for c in keyed if c in superseded_by_other) / len(keyed),
+        "version_pairs": n_pairs, "adjacent_versions_linked": adjacent,
+        "inference_recall": adjacent / n_pairs if n_pairs else None,
+        "keys_fully_resolved": resolved, "keys": len(corpus.keys),
+        "false_link_examples": false_links[:100],
+        "link_examples": [link for link in links if link["kind"] == "same_key"][:20],
+    }
+
+
+def render_no_keys_table(r: dict[str, Any]) -> str:
+    m, c, p = r["metrics"], r["counts"], r["parameters"]
+    inf = r["inference"]["inference_on"]
+    off_links = r["inference"]["inference_off"]["links"]
+    names = ("plain_rag", "inference_off", "inference_on")
+    sibling = inf["links_by_kind"].get("same_subject_other_attribute", 0)
+    other_false = inf["false_links_strict"] - inf["same_attribute_other_subject"] - sibling
+
+    def row(label: str, key: str, fmt: Callable[[Any], str] = _pct) -> str:
+        return f"| {label} | " + " | ".join(fmt(m[n][key]) for n in names) + " |"
+
+    lines = [
+        f"Temporal recall WITHOUT claim keys — {c['keys']} keys ({p['keys_per_domain']} × {c['domains']} domains) × "
+        f"{p['versions']} versions + {c['distractors']} distractors = {c['claims_total']} claims, k={p['k']}, "
+        f"seed={p['seed']}; worker caught up after every round",
+        "",
+        "| metric | plain RAG | Palimpsest, inference OFF | Palimpsest, inference ON |",
+        "|---|---|---|---|",
+        row("temporal accuracy (top-1 is the current version)", "temporal_accuracy"),
+        row(f"staleness rate (a superseded version in top-{p['k']})", "staleness_rate"),
+        row("right key at top-1 (any version; diagnostic)", "right_key_at_1"),
+        row("determinism (2 consecutive recalls identical)", "determinism_rate"),
+        row("recall latency p50 (ms)", "latency_ms_p50", lambda x: f"{x:.1f}"),
+        row("recall latency p95 (ms)", "latency_ms_p95", lambda x: f"{x:.1f}"),
+        "",
+        "| by domain: temporal accuracy / staleness | inference OFF | inference ON |",
+        "|---|---|---|",
+        *(f"| {d} | {_pct(m['inference_off']['by_domain'][d]['temporal_accuracy'])} / "
+          f"{_pct(m['inference_off']['by_domain'][d]['staleness_rate'])} | "
+          f"{_pct(m['inference_on']['by_domain'][d]['temporal_accuracy'])} / "
+          f"{_pct(m['inference_on']['by_domain'][d]['staleness_rate'])} |"
+          for d in sorted(m["inference_on"]["by_domain"])),
+        "",
+        "| inferred supersession (ON) | value |",
+        "|---|---|",
+        f"| inferred links (OFF namespace: {off_links}) | {inf['links']} |",
+        f"| links between versions of one key | {inf['links_by_kind'].get('same_key', 0)} |",
+        f"| false links (not versions of one key) | {inf['false_links']} ({_pct(inf['false_link_rate'])} of links) |",
+        f"| … same attribute, other subject | {inf['same_attribute_other_subject']} |",
+        f"| … same subject, other attribute | {sibling} |",
+        f"| … distractor restated with another value (same wording) | "
+        f"{inf['links_by_kind'].get('distractor_restated', 0)} |",
+        f"| … any other false link | {other_false} |",
+        f"| distractor claims superseded | {inf['distractors_superseded']} / {inf['distractors']} "
+        f"({_pct(inf['distractor_superseded_rate'])}) |",
+        f"| versioned claims superseded by another key's claim | {inf['keyed_superseded_by_other_key']} / "
+        f"{inf['keyed_claims']} ({_pct(inf['keyed_wrongly_superseded_rate'])}) |",
+        f"| adjacent version pairs linked (inference recall) | {inf['adjacent_versions_linked']} / "
+        f"{inf['version_pairs']} ({_pct(inf['inference_recall'])}) |",
+        f"| keys with every old version hidden | {inf['keys_fully_resolved']} / {inf['keys']} |",
+    ]
+    return "\n".join(lines)
+
+
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
@@ -983,10 +1320,10 @@ def render_table(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _write(results: dict[str, Any], directory: Path) -> None:
+def _write(results: dict[str, Any], directory: Path, prefix: str = "temporal") -> None:
     directory.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    paths = [directory / f"temporal-{stamp}.json", directory / "temporal-latest.json"]
+    paths = [directory / f"{prefix}-{stamp}.json", directory / f"{prefix}-latest.json"]
     results["results_files"] = [str(p) for p in paths]
     text = json.dumps(results, indent=2, ensure_ascii=False, allow_nan=False, default=str)
     for path in paths:

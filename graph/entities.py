@@ -7,8 +7,8 @@ edges land together or not at all. Every write is idempotent:
 * `Entity` is MERGEd on a deterministic id (hash of namespace and canonical name);
 * `MENTIONS` is MERGEd with the revision of its first detection (`ON CREATE`), which is what
   lets recall at revision R / projections_seq S see exactly the links that existed then;
-* `RELATED.weight` is *recounted* (claims mentioning both ends) rather than incremented, so a
-  re-run can never double-count.
+* `RELATED.weight` is *recounted* (claims mentioning both ends, plus facts linking them — see
+  `RELATED_RECOUNT`) rather than incremented, so a re-run can never double-count.
 
 `RELATED` edges are stored once per unordered pair, from the smaller id to the larger, and
 projected UNDIRECTED for PageRank. The queries below never call a model: vectors come in.
@@ -93,6 +93,21 @@ def claims_naming(driver: Driver, namespace: str, phrases: Sequence[str], max_re
 
 
 # ------------------------------------------------------------------------------------ worker write
+# RELATED weight of an entity pair (bound as `a`, `b` with a.id < b.id): claims mentioning both
+# plus facts linking them (SUBJECT/OBJECT, any status: like a superseded claim's co-mention, a
+# superseded fact still records that the two were related). Recounted from scratch, never
+# incremented, so the entity and the fact writes can both call it and a re-run changes nothing.
+RELATED_RECOUNT = (
+    "CALL (a, b) { MATCH (a)<-[:MENTIONS]-(x:Claim {namespace: $ns})-[:MENTIONS]->(b) "
+    "  RETURN count(DISTINCT x) AS w, min(x.revision) AS first } "
+    "CALL (a, b) { MATCH (a)<-[:SUBJECT|OBJECT]-(f:Fact {namespace: $ns})-[:SUBJECT|OBJECT]->(b) "
+    "  RETURN count(DISTINCT f) AS fw, min(f.revision) AS ffirst } "
+    "MERGE (a)-[r:RELATED]->(b) "
+    "ON CREATE SET r.revision = CASE WHEN ffirst IS NULL OR first <= ffirst THEN first ELSE ffirst END "
+    "SET r.weight = toFloat(w + fw), r.facts = fw "
+)
+
+
 def write_entity_batch(tx: ManagedTransaction, namespace: str, batch: EntityBatch) -> dict[str, int]:
     """MERGE entities, aliases and MENTIONS; recount RELATED weights of the pairs the batch touched."""
     counters = {"entities_created": 0, "mentions_created": 0, "related_touched": 0}
@@ -125,11 +140,7 @@ def write_entity_batch(tx: ManagedTransaction, namespace: str, batch: EntityBatc
             "UNWIND $claims AS cid "
             "MATCH (:Claim {namespace: $ns, id: cid})-[:MENTIONS]->(a:Entity), (:Claim {namespace: $ns, id: cid})"
             "-[:MENTIONS]->(b:Entity) WHERE a.id < b.id "
-            "WITH DISTINCT a, b "
-            "CALL (a, b) { MATCH (a)<-[:MENTIONS]-(x:Claim {namespace: $ns})-[:MENTIONS]->(b) "
-            "  RETURN count(DISTINCT x) AS w, min(x.revision) AS first } "
-            "MERGE (a)-[r:RELATED]->(b) ON CREATE SET r.revision = first SET r.weight = toFloat(w) "
-            "RETURN count(*) AS n",
+            "WITH DISTINCT a, b " + RELATED_RECOUNT + "RETURN count(*) AS n",
             claims=sorted({m["claim"] for m in batch.mentions}), ns=namespace,
         ).single()
         counters["related_touched"] = 0 if record is None else int(record["n"])

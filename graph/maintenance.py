@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from neo4j import Driver
 
+from graph import policies
+
 NAMESPACED_LABELS = ("Claim", "Entity", "Fact", "Store", "Policy", "Commit", "PacketLog")
 
 
@@ -19,4 +21,5 @@ def drop_namespace(driver: Driver, namespace: str, *, chunk: int = 5000, databas
             removed += count
             if count == 0:
                 break
+    policies.forget_namespace(namespace)
     return removed

@@ -8,6 +8,7 @@ content is refused, and the same content is accepted again (idempotent).
 from __future__ import annotations
 
 import json
+import threading
 
 from neo4j import Driver
 from neo4j.exceptions import ConstraintError
@@ -63,6 +64,51 @@ def get_policy(driver: Driver, namespace: str, version: str | None, database: st
     if wanted == DEFAULT_POLICY.version:
         return DEFAULT_POLICY
     raise NotFoundError(f"unknown policy version {wanted!r} in namespace {namespace!r}", field="policy_version")
+
+
+# Policies are immutable, so a resolved one can be reused; recall re-checks the stored hash inside
+# its own transaction (a namespace can be dropped and a version re-registered), so a stale entry
+# costs one retry, never a wrong packet.
+_CACHE: dict[tuple[int, str | None, str, str], tuple[Policy, str | None]] = {}
+_CACHE_LOCK = threading.Lock()
+_CACHE_MAX = 4096
+
+
+def resolve_policy(driver: Driver, namespace: str, version: str | None,
+                   database: str | None = None) -> tuple[Policy, str | None]:
+    """The policy and its stored content hash (None for the built-in default, which is never stored)."""
+    wanted = version or DEFAULT_POLICY.version
+    key = (id(driver), database, namespace, wanted)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    records, _, _ = driver.execute_query(
+        "MATCH (p:Policy {namespace: $ns, version: $v}) RETURN p.content_json AS j, p.content_hash AS h",
+        ns=namespace, v=wanted, database_=database, routing_="r",
+    )
+    if records:
+        found: tuple[Policy, str | None] = (Policy.model_validate_json(records[0]["j"]), records[0]["h"])
+    elif wanted == DEFAULT_POLICY.version:
+        found = (DEFAULT_POLICY, None)
+    else:
+        raise NotFoundError(f"unknown policy version {wanted!r} in namespace {namespace!r}", field="policy_version")
+    with _CACHE_LOCK:
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()
+        _CACHE[key] = found
+    return found
+
+
+def forget_policy(driver: Driver, namespace: str, version: str | None, database: str | None = None) -> None:
+    with _CACHE_LOCK:
+        _CACHE.pop((id(driver), database, namespace, version or DEFAULT_POLICY.version), None)
+
+
+def forget_namespace(namespace: str) -> None:
+    with _CACHE_LOCK:
+        for key in [k for k in _CACHE if k[2] == namespace]:
+            del _CACHE[key]
 
 
 def list_policies(driver: Driver, namespace: str, database: str | None = None) -> list[Policy]:

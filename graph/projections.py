@@ -33,6 +33,8 @@ from typing import Any
 from neo4j import Driver, ManagedTransaction
 
 from graph.entities import EntityBatch, write_entity_batch
+from graph.facts import FactWrite, write_fact_batch
+from graph.inferred import InferredWrite, write_inferred
 from graph.revisions import StoreState, store_state, to_py_datetime
 from schema.errors import ConflictError
 from schema.limits import MAX_CANDIDATES
@@ -94,6 +96,8 @@ class CommitResult:
     to_seq: int
     edges_created: int
     entity_counters: dict[str, int] = field(default_factory=dict)
+    fact_counters: dict[str, int] = field(default_factory=dict)
+    inferred_created: int = 0
 
 
 class StaleBatchError(ConflictError):
@@ -297,21 +301,26 @@ def _vector_neighbours(tx: ManagedTransaction, ns: str, s: Subject, min_cos: flo
 
 # ------------------------------------------------------------------------------------ commit
 def commit_batch(driver: Driver, namespace: str, from_seq: int, to_seq: int, edges: Sequence[EdgeWrite],
-                 database: str | None = None, entities: EntityBatch | None = None) -> CommitResult:
-    """Write the batch's edges (and entities, mentions, RELATED) and advance `projections_seq` to
-    `to_seq`, atomically.
+                 database: str | None = None, entities: EntityBatch | None = None,
+                 facts: Sequence[FactWrite] | None = None,
+                 inferred: Sequence[InferredWrite] | None = None) -> CommitResult:
+    """Write the batch's edges (and entities, mentions, RELATED, then facts, which need the
+    entities) and advance `projections_seq` to `to_seq`, atomically.
 
+    `inferred` supersessions (graph.inferred) are written last, at a revision of their own.
     Raises StaleBatchError (and writes nothing) when `projections_seq` is no longer `from_seq`.
     """
     rows = [{"newer": e.newer_id, "older": e.older_id, "method": e.method, "score": float(e.score),
              "revision": int(e.revision), "reason": e.reason[:300]}
             for e in sorted(edges, key=lambda e: (e.revision, e.newer_id, e.older_id, e.method))]
     with driver.session(database=database) as session:
-        return session.execute_write(_commit, namespace, from_seq, to_seq, rows, entities)
+        return session.execute_write(_commit, namespace, from_seq, to_seq, rows, entities, list(facts or []),
+                                     list(inferred or []))
 
 
 def _commit(tx: ManagedTransaction, ns: str, from_seq: int, to_seq: int, rows: list[dict[str, Any]],
-            entities: EntityBatch | None = None) -> CommitResult:
+            entities: EntityBatch | None = None, facts: list[FactWrite] | None = None,
+            inferred: list[InferredWrite] | None = None) -> CommitResult:
     # Take the Store's write lock first: concurrent workers on one namespace queue here, and the
     # read below then sees what the previous one committed.
     tx.run("MATCH (s:Store {namespace: $ns}) SET s.projections_at = datetime.transaction()", ns=ns).consume()
@@ -332,8 +341,12 @@ def _commit(tx: ManagedTransaction, ns: str, from_seq: int, to_seq: int, rows: l
         ).consume()
         created = summary.counters.relationships_created
     entity_counters = write_entity_batch(tx, ns, entities) if entities else {}
+    fact_counters = write_fact_batch(tx, ns, facts) if facts else {}
+    # Last, so the supersessions see the batch's entities; they bump a revision of their own,
+    # after to_seq, which the next batch steps over (it holds no claims).
+    inferred_created = write_inferred(tx, ns, inferred) if inferred else 0
     _advance(tx, ns, to_seq)
-    return CommitResult(to_seq, created, entity_counters)
+    return CommitResult(to_seq, created, entity_counters, fact_counters, inferred_created)
 
 
 def _advance(tx: ManagedTransaction, ns: str, to_seq: int) -> None:

@@ -22,6 +22,7 @@ valid_at). Everything that could make it depend on something else is pinned down
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -33,12 +34,12 @@ from typing import Any
 from neo4j import Driver, ManagedTransaction
 
 from graph import gds
-from graph.revisions import commit_time, store_state, to_py_datetime
+from graph.facts import packet_beliefs
+from graph.revisions import to_py_datetime
 from graph.visibility import current_at, hidden_reason
 from schema.errors import BadInputError, NotFoundError
 from schema.limits import MAX_CANDIDATES
 from schema.models import (
-    Belief,
     ClaimRef,
     Completeness,
     ContextPacket,
@@ -62,13 +63,15 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 _FIELDS = (
     "{id: node.id, content: node.content, source: node.source, claim_key: node.claim_key, "
-    "metadata_json: node.metadata_json, revision: node.revision, recorded_at: node.recorded_at, "
-    "valid_from: node.valid_from, valid_to: node.valid_to, tau: node.tau, vis_from: node.vis_from, "
+    "metadata_json: node.metadata_json, revision: node.revision, recorded_at: toString(node.recorded_at), "
+    "valid_from: toString(node.valid_from), valid_to: toString(node.valid_to), tau: node.tau, vis_from: node.vis_from, "
     "vis_to: node.vis_to, retracted_at_revision: node.retracted_at_revision}"
 )
 
 
 _COMPOUND_RE = re.compile(r"[A-Za-z0-9]+(?:[-_/.\u2013\u2014][A-Za-z0-9]+)+")
+_PART_RE = re.compile(r"[-_/.\u2013\u2014\s]+")
+_HEAD_RE = re.compile(r"[ \t]+([a-z0-9]+)")
 _NAME_RE = re.compile(r"\b[A-Z][a-z0-9]+(?:\s+[A-Z][a-z0-9]+)+")
 
 
@@ -88,23 +91,79 @@ def terms(text: str) -> list[str]:
     multi-word names (`Ravi Alvarez`) — are kept whole as extra terms: they name *which* thing
     a claim is about, and sharing one is much stronger evidence than sharing its parts.
     """
-    out = [_fold(tok) for tok in _TOKEN_RE.findall(text.lower()) if tok not in STOPWORDS]
+    tokens = _TOKEN_RE.findall(text.lower())
+    words = [_fold(tok) for tok in tokens if tok not in STOPWORDS]
+    names, phrases = _identifier_terms(text, tokens)
+    return words + names + phrases
+
+
+@functools.lru_cache(maxsize=65536)
+def term_set(text: str) -> frozenset[str]:
+    """`terms` as a set, memoised: a recall scores a few hundred texts several ways, and popular
+    claims come back recall after recall; the function is pure, so caching changes nothing."""
+    return frozenset(terms(text))
+
+
+@functools.lru_cache(maxsize=65536)
+def identifiers(text: str) -> frozenset[str]:
+    """The names a text is about (identifier terms, without their head-word phrases)."""
+    return frozenset(_identifier_terms(text)[0])
+
+
+def _identifier_terms(text: str, tokens: list[str] | None = None) -> tuple[list[str], list[str]]:
+    if tokens is None:
+        tokens = _TOKEN_RE.findall(text.lower())
     # Codes that start with a letter and carry a digit (q3, v2, db7) name one thing: "q3" is not
     # "q2". Values with units (300ms, 5mg) and ordinals (99th) start with the digit and are not codes.
-    out.extend("~" + tok for tok in _TOKEN_RE.findall(text.lower())
-               if tok[0].isalpha() and any(c.isdigit() for c in tok))
-    out.extend("~" + m.group(0).lower() for m in _COMPOUND_RE.finditer(text))
+    # (Tokens are [a-z0-9]+, so "not all letters" means "has a digit".)
+    names = ["~" + tok for tok in tokens if tok[0].isalpha() and not tok.isalpha()]
+    phrases: list[str] = []
+    for m in _COMPOUND_RE.finditer(text):
+        anchor = m.group(0).lower()
+        names.append("~" + anchor)
+        # A name's head words say *which* of its things: "Acme–Keystone reseller contract" is not
+        # "Acme–Keystone supply contract", though both share the name. Only for names (several
+        # capitalised parts, or a digit): after "long-term" the next word is just more prose.
+        following = _HEAD_RE.match(text, m.end()) if _is_name(m.group(0)) else None
+        head = following.group(1).lower() if following else ""
+        if head and head not in STOPWORDS:
+            phrases.append(f"~{anchor} {head}")
     for m in _NAME_RE.finditer(text):
-        words = [w for w in m.group(0).lower().split() if w not in STOPWORDS]  # "The Acme" -> "acme"
-        if len(words) > 1:
-            out.append("~" + " ".join(words))
-    return out
+        parts = [w for w in m.group(0).lower().split() if w not in STOPWORDS]  # "The Acme" -> "acme"
+        if len(parts) > 1:
+            names.append("~" + " ".join(parts))
+    return names, phrases
+
+
+def _is_name(compound: str) -> bool:
+    parts = [p for p in _PART_RE.split(compound) if p]
+    return sum(p[0].isupper() for p in parts) >= 2 or any(c.isdigit() for c in compound)
+
+
+def _stems(term: str) -> tuple[str, ...]:
+    # Truncated parts, so inflections of one name ("auto-renewal", "auto-renews") stay one name.
+    return tuple(p[:5] for p in _PART_RE.split(term[1:]) if p)
+
+
+def names_sibling(query_names: frozenset[str], content: str) -> bool:
+    """Does the text name a *sibling* of what the query names, and not the thing itself?
+
+    "checkout-gateway" shares a part with "checkout-scheduler", "Sterling Systems" with
+    "Sterling Holdings": a claim that names such a sibling but none of the query's names is about
+    something else, however well its other words match. Texts that name nothing are not judged.
+    """
+    if not query_names:
+        return False
+    asked = {_stems(q) for q in query_names}
+    own = {_stems(c) for c in identifiers(content)}
+    others = own - asked  # naming two things the query names is not naming a sibling
+    return any(q not in own and any(set(q) & set(c) for c in others) for q in sorted(asked))
 
 
 def lexical_score(query_terms: set[str], content: str) -> float:
     if not query_terms:
         return 0.0
-    return len(query_terms & set(terms(content))) / len(query_terms)
+    return len(query_terms & term_set(content)) / len(query_terms)
 
 
 def lucene_query(text: str) -> str:
@@ -127,6 +186,10 @@ class RecallRequest:
     # Canonical n-grams of the query (extraction.entities.query_phrases), computed by the caller
     # because graph never imports extraction; a pure function of `query`, so purity holds.
     query_phrases: tuple[str, ...] = ()
+    # Set by callers that resolved the policy from a cache: the stored policy's content hash they
+    # resolved (None: not stored, the built-in default). A mismatch raises PolicyChangedError.
+    check_policy: bool = False
+    policy_hash: str | None = None
     # Names of GDS projections this recall created, so `recall` can drop them if the transaction died.
     projections: list[str] = field(default_factory=list, compare=False)
 
@@ -139,27 +202,20 @@ class _Pool:
     superseded: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def _collect(tx: ManagedTransaction, cypher: str, params: dict[str, Any], need: int,
-             revision: int, valid_at: datetime | None, pool: _Pool,
-             order: Callable[[dict[str, Any]], Any] | None = None, min_fetch: int = 20) -> None:
-    """Fetch from an index, growing the fetch until `need` visible candidates or the index runs dry.
+def _take(rows: list[dict[str, Any]], raw: int, fetch: int, need: int, revision: int,
+          valid_at: datetime | None, pool: _Pool, order: Callable[[dict[str, Any]], Any]) -> bool:
+    """Admit the first `need` visible rows of one index answer; True when the fetch must grow.
 
-    The fetch is at least twice what is needed, and the cut to `need` is made on our own total
-    order (score, then id) — not on the order the index happened to return. Approximate search
-    and tied scores can shuffle the tail of an index answer between two identical calls; with
-    the cut made here, that tail never decides which candidates enter the pool.
+    The cut to `need` is made on our own total order (score, then id) — not on the order the
+    index happened to return. Approximate search and tied scores can shuffle the tail of an
+    index answer between two identical calls; with the cut made here, that tail never decides
+    which candidates enter the pool.
     """
-    fetch = max(need * 2, min_fetch)
-    key = order or (lambda r: (-round(float(r["score"]), 6), r["id"]))
-    while True:
-        record = tx.run(cypher, fetch=fetch, **params).single(strict=True)
-        raw = int(record["raw"])
-        rows = sorted(record["rows"], key=key)
-        visible = sum(1 for row in rows if _reason(row, revision, valid_at) is None)
-        if visible >= need or raw < fetch or fetch >= MAX_CANDIDATES:
-            pool.exhausted = pool.exhausted or (visible < need and raw >= fetch)
-            break
-        fetch = min(fetch * 4, MAX_CANDIDATES)
+    rows = sorted(rows, key=order)
+    visible = sum(1 for row in rows if _reason(row, revision, valid_at) is None)
+    if visible < need and raw >= fetch and fetch < MAX_CANDIDATES:
+        return True
+    pool.exhausted = pool.exhausted or (visible < need and raw >= fetch)
     taken = 0
     for row in rows:
         if taken >= need:
@@ -167,11 +223,12 @@ def _collect(tx: ManagedTransaction, cypher: str, params: dict[str, Any], need: 
         reason = _reason(row, revision, valid_at)
         if reason is None:
             taken += 1
-            pool.rows.setdefault(row["id"], dict(row))
+            pool.rows.setdefault(row["id"], row)
         else:
             pool.hidden.setdefault(row["id"], reason)
             if reason == "superseded" and row["claim_key"] is not None:
-                pool.superseded.setdefault(row["id"], dict(row))
+                pool.superseded.setdefault(row["id"], row)
+    return False
 
 
 def _reason(row: dict[str, Any], revision: int, valid_at: datetime | None) -> str | None:
@@ -184,75 +241,149 @@ def _reason(row: dict[str, Any], revision: int, valid_at: datetime | None) -> st
 
 
 def _dt(value: Any) -> datetime | None:
-    return None if value is None else to_py_datetime(value)
+    """Candidate rows carry times as ISO strings (`toString`): decoding hundreds of driver DateTime
+    values per recall cost more than the rest of the row; "…Z[UTC]" loses only its zone name."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return datetime.fromisoformat(value.partition("[")[0])
+    return to_py_datetime(value)
 
 
-_VECTOR_CYPHER = (
-    "CALL db.index.vector.queryNodes('claim_embedding', $fetch, $vector) YIELD node, score "
-    "WITH count(*) AS raw, collect(CASE WHEN node.namespace = $ns AND node.revision <= $rev "
-    f"THEN {_FIELDS_SCORED} END) AS rows RETURN raw, rows"
+_FIELDS_SIM = _FIELDS[:-1] + ", sim: vector.similarity.cosine(node.embedding, $vector)}"
+_FIELDS_SCORED = _FIELDS_SIM[:-1] + ", score: score}"
+
+# One round trip brings everything ranking needs: the store's state, the reference time, both
+# index answers (each cut to the namespace and revision, each row with its exact similarity),
+# every other version of the keys those rows belong to, and the stored hash of the policy.
+_STATE_CYPHER = (
+    "MATCH (s:Store {namespace: $ns}) "
+    "WITH s, CASE WHEN $as_of IS NULL THEN s.revision ELSE $as_of END AS rev "
+    "OPTIONAL MATCH (cm:Commit {namespace: $ns, revision: rev}) "
+    "OPTIONAL MATCH (p:Policy {namespace: $ns, version: $policy_version}) "
+    "WITH s, rev, cm.at AS at, p.content_hash AS policy_hash "
 )
-_TEXT_CYPHER = (
-    "CALL db.index.fulltext.queryNodes('claim_content', $lucene, {limit: $fetch}) YIELD node, score "
-    "WITH count(*) AS raw, collect(CASE WHEN node.namespace = $ns AND node.revision <= $rev "
-    f"THEN {_FIELDS_SCORED} END) AS rows RETURN raw, rows"
+_VECTOR_PART = (
+    "CALL (rev) { CALL db.index.vector.queryNodes('claim_embedding', $vfetch, $vector) YIELD node, score "
+    "RETURN count(*) AS vraw, collect(CASE WHEN node.namespace = $ns AND node.revision <= rev "
+    f"THEN {_FIELDS_SCORED} END) AS vrows }} "
 )
+_TEXT_PART = (
+    "CALL (rev) { CALL db.index.fulltext.queryNodes('claim_content', $lucene, {limit: $tfetch}) YIELD node, score "
+    "RETURN count(*) AS traw, collect(CASE WHEN node.namespace = $ns AND node.revision <= rev "
+    f"THEN {_FIELDS_SCORED} END) AS trows }} "
+)
+_VERSIONS_PART = (
+    "CALL (rev, vrows, trows) { "
+    "WITH [r IN vrows + trows | r.id] AS seen, [r IN vrows + trows WHERE r.claim_key IS NOT NULL | r.claim_key] AS ks "
+    "UNWIND ks AS k WITH DISTINCT k, seen "
+    "CALL (k, rev) { MATCH (node:Claim {namespace: $ns, claim_key: k}) WHERE node.revision <= rev "
+    "RETURN node ORDER BY node.revision DESC, node.id LIMIT $versions_per_key } "
+    "WITH node, seen WHERE NOT node.id IN seen "
+    f"RETURN collect({_FIELDS_SIM}) AS versions }} "
+    "RETURN s.revision AS revision, s.projections_seq AS seq, rev, at, policy_hash, vraw, vrows, traw, trows, versions"
+)
+_CANDIDATE_QUERIES = {
+    (vector, text): _STATE_CYPHER
+    + (_VECTOR_PART if vector else "WITH *, 0 AS vraw, [] AS vrows ")
+    + (_TEXT_PART if text else "WITH *, 0 AS traw, [] AS trows ")
+    + _VERSIONS_PART
+    for vector in (True, False) for text in (True, False)
+}
+
+
+# The text list is cut on lexical share, not BM25; it is fetched this wide so that BM25's drift
+# (its statistics span every namespace in the shared index) does not decide that cut.
+TEXT_MIN_FETCH = 200
+
+# A fact is judged by its best wording among its latest versions, not all of them: a key rewritten
+# a thousand times must not pull a thousand rows into every recall that touches it.
+VERSIONS_PER_KEY = 8
+
+
+class PolicyChangedError(Exception):
+    """The stored policy is not the one the caller resolved (dropped and re-registered): reload it."""
 
 
 def _round(x: float) -> float:
     return float(f"{x:.12g}")
 
 
-def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
-    state = store_state(tx, req.namespace)
-    if state is None:
+def _fetch(tx: ManagedTransaction, req: RecallRequest, vfetch: int, tfetch: int, lucene: str) -> dict[str, Any]:
+    record = tx.run(
+        _CANDIDATE_QUERIES[(vfetch > 0, tfetch > 0)],
+        ns=req.namespace, as_of=req.as_of_revision, policy_version=req.policy.version,
+        vector=req.vector, vfetch=vfetch, lucene=lucene, tfetch=tfetch, versions_per_key=VERSIONS_PER_KEY,
+    ).single()
+    if record is None:
         raise NotFoundError(f"unknown namespace {req.namespace!r}: nothing was ever written there",
                             field="namespace")
-    revision = state.revision
-    if req.as_of_revision is not None:
-        if not 0 <= req.as_of_revision <= state.revision:
-            raise BadInputError(
-                f"as_of_revision must be between 0 and the store revision {state.revision}",
-                field="as_of_revision", limit=state.revision,
-            )
-        revision = req.as_of_revision
-    reference = req.valid_at or commit_time(tx, req.namespace, revision)
-    policy, need = req.policy, req.k * req.policy.oversampling
-    pool = _Pool({}, {}, False)
-    params = {"ns": req.namespace, "rev": revision, "vector": req.vector}
-    if policy.vector_weight > 0:
-        _collect(tx, _VECTOR_CYPHER, params, need, revision, reference, pool)
-    lucene = lucene_query(req.query)
-    if policy.text_weight > 0 and lucene:
-        # BM25 scores move with every write to the shared index (any namespace), so the text list
-        # is cut on a corpus-independent order instead: share of query terms present, then id.
-        qset = set(terms(req.query))
-        _collect(tx, _TEXT_CYPHER, {**params, "lucene": lucene}, need, revision, reference, pool,
-                 order=lambda r: (-round(lexical_score(qset, r["content"]), 6), r["id"]), min_fetch=200)
+    return dict(record)
 
-    seq = min(state.projections_seq, revision)
+
+def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
+    policy, need = req.policy, req.k * req.policy.oversampling
+    lucene = lucene_query(req.query) if policy.text_weight > 0 else ""
+    qset = set(terms(req.query))
+    vfetch = max(need * 2, 20) if policy.vector_weight > 0 else 0
+    # BM25 scores move with every write to the shared index (any namespace), so the text list is
+    # cut on a corpus-independent order instead — share of query terms present, then id — over a
+    # fetch wide enough that the BM25 tail does not decide the cut.
+    tfetch = max(need * 2, TEXT_MIN_FETCH) if lucene else 0
+
+    def by_score(r: dict[str, Any]) -> tuple[float, str]:
+        return -round(float(r["score"]), 6), r["id"]
+
+    def by_terms(r: dict[str, Any]) -> tuple[float, str]:
+        return -round(lexical_score(qset, r["content"]), 6), r["id"]
+
+    while True:
+        got = _fetch(tx, req, vfetch, tfetch, lucene)
+        state_revision = int(got["revision"])
+        if req.as_of_revision is not None and not 0 <= req.as_of_revision <= state_revision:
+            raise BadInputError(
+                f"as_of_revision must be between 0 and the store revision {state_revision}",
+                field="as_of_revision", limit=state_revision,
+            )
+        if req.check_policy and got["policy_hash"] != req.policy_hash:
+            raise PolicyChangedError(req.policy.version)
+        revision = int(got["rev"])
+        reference = req.valid_at or (None if got["at"] is None else to_py_datetime(got["at"]))
+        pool = _Pool({}, {}, False)
+        grow_v = vfetch > 0 and _take(got["vrows"], int(got["vraw"]), vfetch, need, revision, reference, pool,
+                                      by_score)
+        grow_t = tfetch > 0 and _take(got["trows"], int(got["traw"]), tfetch, need, revision, reference, pool,
+                                      by_terms)
+        if not (grow_v or grow_t):
+            break
+        # Rare: filtering hid so much that a list ran short. Fetch again, wider, in one go.
+        vfetch = min(vfetch * 4, MAX_CANDIDATES) if grow_v else vfetch
+        tfetch = min(tfetch * 4, MAX_CANDIDATES) if grow_t else tfetch
+    state_seq = int(got["seq"] or 0)
+    versions = [*got["vrows"], *got["trows"], *got["versions"]]
+    seq = min(state_seq, revision)
     if req.projections_seq is not None:
         seq = min(seq, req.projections_seq)
     graph_scores: dict[str, float] | None = None
     if policy.graph_expansion == "ppr" and policy.graph_weight > 0:
         graph_scores = _graph_candidates(tx, req, pool, seq, revision, reference, need)
-    lenders = _successors(tx, req.namespace, pool, revision, reference)
-    similarity = _similarities(tx, sorted(set(pool.rows) | set(pool.superseded)), req.vector)
-    qterms = set(terms(req.query))
-    ranked = _rank(pool.rows.values(), similarity, qterms, policy, reference,
-                   {cid: [pool.superseded[o] for o in olds] for cid, olds in lenders.items()}, graph_scores)
+    lenders = _successors(versions, pool, revision, reference)
+    similarity = {r["id"]: round(float(r["sim"]), 6) for r in versions if r.get("sim") is not None}
+    missing = sorted(set(pool.rows) - set(similarity))  # claims only PPR reached
+    similarity.update(_similarities(tx, missing, req.vector))
+    ranked = _rank(pool.rows.values(), similarity, req.query, policy, reference, lenders, graph_scores)
     items = ranked[: req.k]
     item_ids = [it.id for it in items]
     supersedes = _supersedes_at(tx, req.namespace, item_ids, revision)
     items = [it.model_copy(update={"supersedes": supersedes.get(it.id)}) for it in items]
     edges, edges_cut = _edges(items, supersedes, policy.d)
     contradictions, contra_cut = _contradictions(tx, req.namespace, item_ids, revision, seq, policy.c)
+    beliefs, beliefs_cut = packet_beliefs(tx, req.namespace, item_ids, revision, seq, policy.b)
 
     hidden = HiddenCounts()
     for reason in pool.hidden.values():
         if reason != "recorded_later":
             setattr(hidden, reason, getattr(hidden, reason) + 1)
-    beliefs: list[Belief] = []
     packet = ContextPacket(
         namespace=req.namespace, query=req.query, policy_version=policy.version, k=req.k,
         store_revision=revision, valid_at=iso(req.valid_at), reference_time=iso(reference),
@@ -260,7 +391,7 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
         contradictions=contradictions, edges=edges, beliefs=beliefs,
         completeness=Completeness(
             items_truncated=len(ranked) > req.k, edges_truncated=edges_cut,
-            contradictions_truncated=contra_cut, beliefs_truncated=False, candidates_exhausted=pool.exhausted,
+            contradictions_truncated=contra_cut, beliefs_truncated=beliefs_cut, candidates_exhausted=pool.exhausted,
         ),
         hidden=hidden, served_at=iso(now_utc()) or "", fingerprint="",
     )
@@ -279,7 +410,7 @@ def _graph_candidates(tx: ManagedTransaction, req: RecallRequest, pool: _Pool, s
     every other candidate. Scores are rounded by `graph.gds`; only visible claims are returned.
     """
     policy = req.policy
-    similarity = _similarities(tx, sorted(pool.rows), req.vector)
+    similarity = {cid: round(float(r["sim"]), 6) for cid, r in pool.rows.items()}
     top = sorted(pool.rows, key=lambda cid: (-similarity.get(cid, 0.0), cid))[: policy.ppr_seed_candidates]
     query_ids, by_claim = gds.linked_entities(tx, req.namespace, seq, req.query_phrases, top)
     candidate_ids = sorted({e for ids in by_claim.values() for e in ids})
@@ -312,40 +443,39 @@ def _graph_candidates(tx: ManagedTransaction, req: RecallRequest, pool: _Pool, s
     return {cid: score for cid, score in scores.items() if cid in pool.rows}
 
 
-def _successors(tx: ManagedTransaction, ns: str, pool: _Pool, revision: int,
-                valid_at: datetime | None) -> dict[str, list[str]]:
-    """Superseded candidates lend their match to the version of their key that is current.
+def _successors(versions: list[dict[str, Any]], pool: _Pool, revision: int,
+                valid_at: datetime | None) -> dict[str, list[dict[str, Any]]]:
+    """Every version of a candidate's claim_key lends its match to the version current at R.
 
-    A claim_key says "these claims are versions of one fact". If the query matches an older
-    wording of that fact, the answer is the fact's current value: so the current version joins
-    the pool and is ranked by the best match among its versions (its `matched_via` says which).
-    Retracted claims lend nothing — they were mistakes, not earlier truths.
+    A claim_key says "these claims are versions of one fact", so a fact is judged by its best
+    wording among the versions that existed at R — not only by the versions that happened to
+    make the index cut. Judging by the cut alone is asymmetric: a similar fact about another
+    subject whose old wording made the cut would borrow that match, while the asked-about fact
+    whose old wording fell just below it would not. The current version joins the pool (its
+    `matched_via` says which version matched). Retracted claims lend nothing — they were
+    mistakes, not earlier truths. `versions` holds every claim recorded by R of every key the
+    index answers touched (the candidate query fetched them), so no further round trip is needed.
     """
-    keys = sorted({row["claim_key"] for row in pool.superseded.values()})
-    if not keys:
-        return {}
-    rows = tx.run(
-        "UNWIND $keys AS k MATCH (node:Claim {namespace: $ns, claim_key: k}) WHERE node.revision <= $rev "
-        f"RETURN {_FIELDS} AS row ORDER BY node.revision, node.id",
-        keys=keys, ns=ns, rev=revision,
-    )
+    keys = {row["claim_key"] for row in (*pool.rows.values(), *pool.superseded.values())
+            if row["claim_key"] is not None}
     current: dict[str, dict[str, Any]] = {}
-    for record in rows:
-        row = dict(record["row"])
-        reason = hidden_reason(
-            recorded_revision=row["revision"], vis_from=row["vis_from"], vis_to=row["vis_to"],
-            retracted_at_revision=row["retracted_at_revision"], valid_from=_dt(row["valid_from"]),
-            valid_to=_dt(row["valid_to"]), revision=revision, valid_at=valid_at,
-        )
+    earlier: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in versions:
+        key = row["claim_key"]
+        if key not in keys:
+            continue
+        reason = _reason(row, revision, valid_at)
         if reason is None:
-            current[row["claim_key"]] = row
-    lenders: dict[str, list[str]] = {}
-    for old_id, old in sorted(pool.superseded.items()):
-        successor = current.get(old["claim_key"])
-        if successor is None:
+            current[key] = row
+        elif reason == "superseded":
+            earlier.setdefault(key, {})[row["id"]] = row
+    lenders: dict[str, list[dict[str, Any]]] = {}
+    for key in sorted(keys):
+        successor = current.get(key)
+        if successor is None or not earlier.get(key):
             continue
         pool.rows.setdefault(successor["id"], successor)
-        lenders.setdefault(successor["id"], []).append(old_id)
+        lenders[successor["id"]] = [earlier[key][i] for i in sorted(earlier[key])]
     return lenders
 
 
@@ -371,7 +501,7 @@ def pool_idf(candidates: list[dict[str, Any]], qterms: set[str], identifier_boos
     evidence either way and are left out; identifier terms are weighted up by the policy.
     """
     n = len(candidates)
-    doc_terms = [set(terms(r["content"])) for r in candidates]
+    doc_terms = [term_set(r["content"]) for r in candidates]
     idf = {}
     for t in sorted(qterms):
         df = sum(1 for d in doc_terms if t in d)
@@ -386,11 +516,11 @@ def weighted_lexical(idf: dict[str, float], content: str) -> float:
     total = sum(idf.values())
     if total <= 0:
         return 0.0
-    present = set(terms(content))
+    present = term_set(content)
     return sum(w for t, w in idf.items() if t in present) / total
 
 
-def _rank(rows: Iterable[dict[str, Any]], similarity: dict[str, float], qterms: set[str],
+def _rank(rows: Iterable[dict[str, Any]], similarity: dict[str, float], query: str,
           policy: Policy, reference: datetime | None,
           lenders: dict[str, list[dict[str, Any]]] | None = None,
           graph: dict[str, float] | None = None) -> list[PacketItem]:
@@ -398,21 +528,29 @@ def _rank(rows: Iterable[dict[str, Any]], similarity: dict[str, float], qterms: 
     scaled by its maximum under linear fusion, ranked under RRF, weighted by `graph_weight`."""
     candidates = list(rows)
     lenders = lenders or {}
+    qterms = set(terms(query))
     idf = pool_idf(candidates, qterms, policy.identifier_boost)
     lexical = {r["id"]: _round(weighted_lexical(idf, r["content"])) for r in candidates}
     own_similarity = dict(similarity)
     similarity = dict(similarity)
     matched_via: dict[str, str] = {}
-    for cid, olds in lenders.items():
-        # Best match among the key's versions: by the fused evidence of each version.
+    wv, wt = policy.vector_weight, policy.text_weight
+
+    def evidence(sim: float, lex: float) -> float:
+        return (wv * max(0.0, 2.0 * sim - 1.0) + wt * lex) / (wv + wt)
+
+    for cid, olds in sorted(lenders.items()):
+        # The key's best version, judged by the same convex fusion linear ranking uses; its
+        # similarity and lexical match move together, so one version's wording is never mixed
+        # with another's.
+        best = evidence(similarity.get(cid, 0.0), lexical.get(cid, 0.0))
         for old in sorted(olds, key=lambda o: o["id"]):
             sim = similarity.get(old["id"], 0.0)
             lex = _round(weighted_lexical(idf, old["content"]))
-            if (sim, lex) > (similarity.get(cid, 0.0), lexical.get(cid, 0.0)):
+            if evidence(sim, lex) > best:
+                best = evidence(sim, lex)
                 matched_via[cid] = old["id"]
-            similarity[cid] = max(similarity.get(cid, 0.0), sim)
-            lexical[cid] = max(lexical.get(cid, 0.0), lex)
-    wv, wt = policy.vector_weight, policy.text_weight
+                similarity[cid], lexical[cid] = sim, lex
     wg = policy.graph_weight if graph is not None else 0.0
     graph = graph or {}
     top_graph = max(graph.values(), default=0.0)
@@ -440,12 +578,16 @@ def _rank(rows: Iterable[dict[str, Any]], similarity: dict[str, float], qterms: 
             g = graph.get(r["id"], 0.0) / top_graph if top_graph > 0 else 0.0
             return (wv * cosine + wt * lexical[r["id"]] + wg * g) / (wv + wt + wg)
 
+    query_names = identifiers(query)
     scored = []
     for r in candidates:
-        relevance = _round(relevance_of(r))
+        relevance = relevance_of(r)
+        if names_sibling(query_names, r["content"]):
+            relevance *= policy.sibling_penalty
+        relevance = _round(relevance)
         tau = float(r["tau"] or policy.default_tau)
-        recorded = to_py_datetime(r["recorded_at"])
-        age = max(0.0, (reference - recorded).total_seconds()) if reference else 0.0
+        recorded = _dt(r["recorded_at"])
+        age = max(0.0, (reference - recorded).total_seconds()) if reference and recorded else 0.0
         decay = _round(math.exp(-age / tau))
         score = _round(relevance * decay)
         scored.append((score, r, relevance, decay, age, tau))
@@ -455,7 +597,7 @@ def _rank(rows: Iterable[dict[str, Any]], similarity: dict[str, float], qterms: 
         items.append(PacketItem(
             id=r["id"], content=r["content"], source=r["source"], claim_key=r["claim_key"],
             metadata=json.loads(r["metadata_json"] or "{}"), revision=r["revision"],
-            recorded_at=iso(to_py_datetime(r["recorded_at"])) or "",
+            recorded_at=iso(_dt(r["recorded_at"])) or "",
             valid_from=iso(_dt(r["valid_from"])), valid_to=iso(_dt(r["valid_to"])), rank=rank, score=score,
             relevance=relevance, vector_similarity=_round(own_similarity.get(r["id"], 0.0)),
             matched_via=matched_via.get(r["id"]),

@@ -192,7 +192,10 @@ def _retract(tx: ManagedTransaction, namespace: str, claim_id: str, reason: str)
     ).consume()
     restored: str | None = None
     if was_current:
-        record = tx.run(
+        # Any reason (claim_key, inferred, manual) is undone the same way. A claim_key claim
+        # replaced one claim; an inferred one may have replaced several current statements of
+        # the same fact, and all of them come back. `restored` names the first by id.
+        ids = sorted(str(r["id"]) for r in tx.run(
             "MATCH (c:Claim {namespace: $ns, id: $id})-[s:SUPERSEDES]->(old:Claim) "
             "WHERE old.status = 'superseded' AND s.undone_at_revision IS NULL "
             "SET old.status = 'current', old.restored_at_revision = $rev, "
@@ -200,8 +203,8 @@ def _retract(tx: ManagedTransaction, namespace: str, claim_id: str, reason: str)
             "s.undone_at_revision = $rev, s.undone_at = $at, s.undone_reason = 'retracted' "
             "RETURN old.id AS id",
             ns=namespace, id=claim_id, rev=rev.number, at=rev.at, open=OPEN,
-        ).single()
-        restored = None if record is None else str(record["id"])
+        ))
+        restored = ids[0] if ids else None
     return RetractResult(id=claim_id, revision=rev.number, restored=restored)
 
 

@@ -95,6 +95,9 @@ class Policy(BaseModel):
     oversampling: int = Field(default=4, ge=1, le=50)
     fusion: Literal["linear", "rrf"] = "linear"
     identifier_boost: float = Field(default=2.0, ge=1, le=10)
+    # Relevance factor for a claim that names a sibling of what the query names ("checkout-gateway"
+    # for "checkout-scheduler") and not the thing itself; 1.0 turns the rule off.
+    sibling_penalty: float = Field(default=0.5, gt=0, le=1)
     rrf_k: int = Field(default=60, ge=1, le=1000)
     vector_weight: float = Field(default=1.0, ge=0, le=10)
     text_weight: float = Field(default=1.0, ge=0, le=10)
@@ -108,6 +111,22 @@ class Policy(BaseModel):
     ppr_seed_candidates: int = Field(default=5, ge=0, le=100)
     embedding_model: str = "all-MiniLM-L6-v2"
     contradiction: ContradictionSettings = Field(default_factory=ContradictionSettings)
+    # Inferred supersession (background worker, off by default): a newer claim without a
+    # claim_key supersedes a current claim about the same subject and attribute with another
+    # value (extraction/supersession.py). A wrong inference hides a true claim, so it is opt-in
+    # and precision-first: cosine ≥ `inferred_min_similarity` to be considered at all, and
+    # confidence (cosine × conflict strength) ≥ `inferred_min_confidence` to act. The defaults
+    # were set on benchmarks/temporal.py --no-keys, where 0.75 was the lowest confidence with no
+    # supersession of a sibling fact (same patient, another drug) in the pairs probed.
+    inferred_supersession: bool = False
+    inferred_min_similarity: float = Field(default=0.7, ge=0, le=1)
+    inferred_min_confidence: float = Field(default=0.75, ge=0, le=1)
+    # Entity/fact extraction in the background worker: "offline" (deterministic dictionary and
+    # name matching, entities only) or "llm" (a chat model via litellm; entities with types and
+    # facts). The model is part of the policy because it decides what the graph contains;
+    # provider plumbing (api_base, keys, rate limit) is process configuration (WorkerConfig).
+    extractor: Literal["offline", "llm"] = "offline"
+    extractor_model: str | None = Field(default=None, min_length=1, max_length=200)
 
     @model_validator(mode="after")
     def _consistent(self) -> Policy:
@@ -115,6 +134,8 @@ class Policy(BaseModel):
             raise ValueError("k must not exceed max_k")
         if self.vector_weight == 0 and self.text_weight == 0:
             raise ValueError("at least one of vector_weight and text_weight must be positive")
+        if self.extractor == "llm" and not self.extractor_model:
+            raise ValueError("extractor 'llm' needs extractor_model (a litellm model name)")
         return self
 
     def content_hash(self) -> str:
@@ -239,12 +260,25 @@ class PacketEdge(BaseModel):
 
 
 class Belief(BaseModel):
+    """A current fact the packet's items support, as of the packet's revision and projections_seq.
+
+    `confidence` is the Noisy-OR of the supports that were visible then (1 − Π(1 − p_i)), and
+    `supported_by` lists those claims' ids (sorted), so a caller can see which evidence it rests on.
+    Times are ISO-8601 UTC; a missing bound means "unbounded" (nothing was stated).
+    """
+
     id: str
     subject: str
     predicate: str
     object: str
     confidence: float
     supported_by: list[str]
+    subject_id: str | None = None
+    object_id: str | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+    recorded_at: str | None = None
+    revision: int | None = None
 
 
 class Completeness(BaseModel):
@@ -264,6 +298,9 @@ class HiddenCounts(BaseModel):
     retracted: int = 0
     not_yet_valid: int = 0
     expired: int = 0
+    # Of `superseded`: how many were hidden by an inferred supersession (the worker's judgement,
+    # not a writer's claim_key), so a caller can tell inference from declared versions.
+    inferred: int = 0
 
 
 class ContextPacket(BaseModel):

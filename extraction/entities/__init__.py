@@ -1,6 +1,16 @@
-"""Offline entity extraction: normalisation, a multi-pattern matcher, mention proposals and resolution."""
+"""Entity (and fact) extraction: normalisation, a multi-pattern matcher, the offline and LLM
+extractors behind one interface, and resolution."""
 
 from extraction.entities.extractor import ExtractorOptions, Mention, propose
+from extraction.entities.extractors import (
+    ExtractedFact,
+    Extraction,
+    Extractor,
+    OfflineExtractor,
+    ResolvedFact,
+    normalize_predicate,
+    resolve_facts,
+)
 from extraction.entities.job import (
     ClaimText,
     EntityJobResult,
@@ -14,11 +24,14 @@ from extraction.entities.job import (
     link_and_propose,
     resolve,
 )
+from extraction.entities.llm import LlmExtractor, LlmExtractorOptions
 from extraction.entities.matcher import EntityMatcher, Match
 from extraction.entities.normalize import canonical, code_signature, is_value, query_phrases
 
 __all__ = [
-    "ClaimText", "EntityJobResult", "EntityMatcher", "ExtractorOptions", "KnownEntity", "LinkResult", "Match",
-    "Mention", "Neighbour", "NewEntity", "backfill_links", "build_matcher", "canonical", "code_signature",
-    "entity_id", "is_value", "link_and_propose", "propose", "query_phrases", "resolve",
+    "ClaimText", "EntityJobResult", "EntityMatcher", "ExtractedFact", "Extraction", "Extractor", "ExtractorOptions",
+    "KnownEntity", "LinkResult", "LlmExtractor", "LlmExtractorOptions", "Match", "Mention", "Neighbour", "NewEntity",
+    "OfflineExtractor", "ResolvedFact", "backfill_links", "build_matcher", "canonical", "code_signature",
+    "entity_id", "is_value", "link_and_propose", "normalize_predicate", "propose", "query_phrases", "resolve",
+    "resolve_facts",
 ]

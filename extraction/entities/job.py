@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,9 @@ class ClaimText:
     content: str
     metadata: Mapping[str, Any]
     revision: int
+    # The claim's world-time window; the LLM extractor gives it to facts that state no dates of their own.
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
 
 
 @dataclass(frozen=True)

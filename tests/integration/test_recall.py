@@ -207,3 +207,38 @@ def test_identifier_terms_separate_similar_subjects(memory: Memory) -> None:
     ])
     top = memory.recall("How fast must checkout-scheduler answer at the 99th percentile?", k=1).items[0]
     assert "checkout-scheduler" in top.content
+
+
+def test_head_word_and_sibling_rules_pick_the_asked_subject(memory: Memory) -> None:
+    memory.ingest_many([
+        {"content": "Per the Acme–Keystone reseller contract, total damages may not exceed $750,000.", "source": "a"},
+        {"content": "The Acme–Keystone distribution contract limits each party's liability to $750,000.",
+         "source": "b"},
+        {"content": "The Everly–Keystone reseller contract was signed in 2020.", "source": "c"},
+        {"content": "The Dunmore–Acme reseller contract includes a confidentiality clause.", "source": "d"},
+        {"content": "The p99 latency budget of checkout-scheduler is 400 ms", "source": "slo"},
+        {"content": "The checkout-gateway service's 99th-percentile latency target is 250 ms", "source": "slo"},
+    ])
+    top = memory.recall("What is the maximum liability exposure in the Acme–Keystone reseller contract?", k=2)
+    assert "reseller" in top.items[0].content and "Acme–Keystone" in top.items[0].content
+    packet = memory.recall("How fast must checkout-scheduler answer at the 99th percentile?", k=2)
+    assert "checkout-scheduler" in packet.items[0].content
+    sibling = packet.items[1]
+    assert "checkout-gateway" in sibling.content
+    memory.register_policy(Policy(version="no-sibling-rule", sibling_penalty=1.0))
+    plain = memory.recall("How fast must checkout-scheduler answer at the 99th percentile?", k=2,
+                          policy_version="no-sibling-rule")
+    unpenalised = next(i for i in plain.items if i.id == sibling.id)
+    assert sibling.relevance == pytest.approx(unpenalised.relevance * 0.5, abs=1e-9)
+
+
+def test_a_cached_policy_that_went_stale_is_reloaded(memory: Memory) -> None:
+    memory.ingest("The ledger-api rate limit is 200 requests per second", source="ops")
+    memory.register_policy(Policy(version="cached", k=2))
+    assert memory.recall("ledger-api rate limit", policy_version="cached").k == 2
+    # Another process drops the namespace and registers the version again with other content.
+    memory.rt.driver.execute_query("MATCH (n {namespace: $ns}) DETACH DELETE n", ns=memory.namespace)
+    memory.ingest("The ledger-api rate limit is 300 requests per second", source="ops")
+    memory.register_policy(Policy(version="cached", k=3))
+    packet = memory.recall("ledger-api rate limit", policy_version="cached")
+    assert packet.k == 3 and "300" in packet.items[0].content

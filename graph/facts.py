@@ -1,0 +1,367 @@
+"""Facts as beliefs: (subject, predicate, object) statements derived from claims, with support.
+
+    (:Fact {id, namespace, subject, subject_id, predicate, object, object_key, object_id,
+            valid_from, valid_to, stated_valid_to, recorded_at, revision, confidence, supports,
+            status, single_valued, superseded_at_revision, superseded_by})
+    (:Fact)-[:SUBJECT]->(:Entity)   (:Fact)-[:OBJECT]->(:Entity)   (object entities only)
+    (:Fact)-[:SUPPORTED_BY {confidence, revision}]->(:Claim)
+    (:Fact)-[:SUPERSEDES {revision, at}]->(:Fact)
+
+The worker writes facts inside the projections commit (`graph.projections.commit_batch`), after
+the batch's entities, so a batch's facts land with its entities and its `projections_seq`, or not
+at all. The rules, and why:
+
+* **Support, not duplicates.** A fact whose (subject, predicate, object) matches a current fact
+  with an overlapping validity window adds a `SUPPORTED_BY` edge to it instead of a second node.
+  Confidence is fused over the supports with Noisy-OR, 1 − Π(1 − p_i): independent sources
+  saying the same thing make it more certain, never past 1, and one weak source adds little.
+* **Supersession.** A new single-valued fact with the same (subject, predicate), an overlapping
+  validity window and a different object supersedes the current one: the old fact's `valid_to`
+  closes where the new one starts (its stated `valid_from`, else the recorded time of the claim
+  that stated it), its status becomes `superseded`, and `(new)-[:SUPERSEDES {revision, at}]->(old)`
+  records when. Nothing is deleted: the old fact still says what held before. Multi-valued
+  predicates ("knows", "owns") never supersede, so a second friend does not erase the first.
+* **Late-learnt history.** If the new fact's window starts *before* a current fact's stated
+  `valid_from`, it describes the earlier state: it is kept current with its `valid_to` closed at
+  the later fact's start, and the later fact stays as it was (newer recording does not beat later
+  world time).
+* **Undated facts** hold from the time they were recorded for these comparisons (a present-tense
+  "Alice works at Globex" neither overwrites nor is overwritten by "Alice worked at Acme
+  2010–2012"); their stored `valid_from` stays empty, because nothing was stated. Only a stated
+  start orders world time in the late-learnt rule: a recorded time only says when we learnt it.
+* **Idempotent.** Fact ids are a hash of (namespace, subject, predicate, object, first claim), and
+  a (claim, subject, predicate, object) that already supports a fact is skipped, so re-running a
+  batch writes nothing new and never re-supersedes.
+* **Pinned reads.** Every support and supersession carries the revision of the claim that caused
+  it, and `stated_valid_to` keeps the window a fact had while current. So `packet_beliefs` can
+  rebuild the beliefs exactly as of a packet's (revision, projections_seq): replaying a packet
+  later gives the same beliefs, whatever the worker learnt since.
+
+Facts also feed `RELATED` between subject and object entities (`graph.entities.RELATED_RECOUNT`),
+so PageRank sees stated relations as well as co-mentions. All Cypher is parameterised and every
+match is scoped by namespace. This module never calls a model: the worker hands it resolved ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from neo4j import Driver, ManagedTransaction
+
+from graph.entities import RELATED_RECOUNT
+from graph.revisions import to_py_datetime
+from graph.visibility import current_at
+from schema.errors import BadInputError
+from schema.models import Belief, iso
+
+
+@dataclass(frozen=True)
+class FactWrite:
+    """One claim's statement of a fact, with entity ids already resolved (plain values: graph
+    never sees extraction types)."""
+
+    claim_id: str
+    revision: int                   # the claim's revision: when the store learnt this support
+    subject_id: str
+    subject: str
+    predicate: str
+    object: str
+    object_key: str                 # entity id, or the literal's normalised form
+    object_id: str | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    confidence: float
+    single_valued: bool = True
+
+
+@dataclass
+class _Current:
+    id: str
+    subject_id: str
+    predicate: str
+    object_key: str
+    valid_from: datetime | None
+    valid_to: datetime | None
+    single_valued: bool
+    recorded_at: datetime
+
+    @property
+    def start(self) -> datetime | None:
+        """Effective start for comparisons (stated, else recorded for present-tense facts)."""
+        return _start(self.valid_from, self.valid_to, self.recorded_at)
+
+
+@dataclass
+class FactPlan:
+    """What a batch of fact statements does to the store, decided before anything is written."""
+
+    creates: list[dict[str, Any]] = field(default_factory=list)
+    supports: list[dict[str, Any]] = field(default_factory=list)
+    supersessions: list[dict[str, Any]] = field(default_factory=list)
+    skipped: int = 0                # statements already applied (a re-run)
+
+
+def fact_id(namespace: str, subject_id: str, predicate: str, object_key: str, claim_id: str) -> str:
+    """Deterministic: the same statement by the same first claim is always the same node."""
+    raw = "\x00".join((namespace, subject_id, predicate, object_key, claim_id))
+    return "fact-" + hashlib.sha256(raw.encode()).hexdigest()[:24]
+
+
+def noisy_or(probabilities: Iterable[float]) -> float:
+    """1 − Π(1 − p_i), multiplied in sorted order so the float result never depends on input order."""
+    remaining = 1.0
+    for p in sorted(probabilities):
+        remaining *= 1.0 - min(1.0, max(0.0, p))
+    return round(1.0 - remaining, 9)
+
+
+def _overlap(a_from: datetime | None, a_to: datetime | None, b_from: datetime | None,
+             b_to: datetime | None) -> bool:
+    return (a_to is None or b_from is None or b_from < a_to) and (b_to is None or a_from is None or a_from < b_to)
+
+
+def _start(valid_from: datetime | None, valid_to: datetime | None, recorded: datetime) -> datetime | None:
+    """When a statement starts holding for comparisons: its stated start; for an undated
+    present-tense statement, when it was recorded; for one that only states an end, unbounded."""
+    if valid_from is not None:
+        return valid_from
+    return recorded if valid_to is None else None
+
+
+def plan_facts(namespace: str, current: Sequence[_Current], incoming: Sequence[FactWrite],
+               recorded_at: Mapping[str, datetime], applied: set[tuple[str, str, str, str]]) -> FactPlan:
+    """Decide creates, supports and supersessions for a batch; a pure function of its inputs.
+
+    Statements are applied in (revision, claim id, subject, predicate, object) order, each
+    against the state the previous ones left, so a batch means the same as its claims one by one.
+    `applied` holds (claim, subject, predicate, object) statements already in the store.
+    """
+    plan = FactPlan()
+    state: dict[tuple[str, str], list[_Current]] = {}
+    for c in sorted(current, key=lambda c: c.id):
+        state.setdefault((c.subject_id, c.predicate), []).append(c)
+    seen = set(applied)
+    order = sorted(incoming, key=lambda f: (f.revision, f.claim_id, f.subject_id, f.predicate, f.object_key,
+                                            -f.confidence))
+    for f in order:
+        stmt = (f.claim_id, f.subject_id, f.predicate, f.object_key)
+        recorded = recorded_at.get(f.claim_id)
+        if stmt in seen or recorded is None:
+            plan.skipped += 1
+            continue
+        seen.add(stmt)
+        facts = state.setdefault((f.subject_id, f.predicate), [])
+        start = _start(f.valid_from, f.valid_to, recorded)
+        same = [c for c in facts if c.object_key == f.object_key and _overlap(c.start, c.valid_to, start, f.valid_to)]
+        if same:
+            plan.supports.append({"fact": same[0].id, "claim": f.claim_id, "confidence": f.confidence,
+                                  "revision": f.revision})
+            continue
+        rivals = [old for old in facts
+                  if f.single_valued and old.single_valued and old.object_key != f.object_key]
+        valid_to = f.valid_to
+        for old in rivals:
+            # Only a *stated* start orders world time; an undated fact's recorded time says when we
+            # learnt it, and newer knowledge about the same time wins over it.
+            if (old.valid_from is not None and (start is None or start < old.valid_from)
+                    and _overlap(old.valid_from, old.valid_to, start, valid_to)):
+                # The statement describes the state before `old` began: it ends where `old` starts.
+                valid_to = old.valid_from if valid_to is None else min(valid_to, old.valid_from)
+        superseded: list[tuple[_Current, datetime]] = []
+        for old in rivals:
+            if not _overlap(old.start, old.valid_to, start, valid_to):
+                continue
+            close = start if start is not None else recorded
+            if old.valid_to is not None:
+                close = min(close, old.valid_to)
+            superseded.append((old, close))
+        new_id = fact_id(namespace, f.subject_id, f.predicate, f.object_key, f.claim_id)
+        plan.creates.append({
+            "id": new_id, "subject_id": f.subject_id, "subject": f.subject, "predicate": f.predicate,
+            "object": f.object, "object_key": f.object_key, "object_id": f.object_id, "valid_from": f.valid_from,
+            "valid_to": valid_to, "recorded_at": recorded, "revision": f.revision,
+            "single_valued": f.single_valued,
+        })
+        plan.supports.append({"fact": new_id, "claim": f.claim_id, "confidence": f.confidence,
+                              "revision": f.revision})
+        for old, close in superseded:
+            plan.supersessions.append({"old": old.id, "new": new_id, "close": close, "revision": f.revision,
+                                       "at": recorded})
+            facts.remove(old)
+        facts.append(_Current(new_id, f.subject_id, f.predicate, f.object_key, f.valid_from, valid_to,
+                              f.single_valued, recorded))
+    return plan
+
+
+# ------------------------------------------------------------------------------------ worker write
+def _dt(value: Any) -> datetime | None:
+    return None if value is None else to_py_datetime(value)
+
+
+def write_fact_batch(tx: ManagedTransaction, namespace: str, facts: Sequence[FactWrite]) -> dict[str, int]:
+    """Apply a batch of fact statements (inside the projections commit); returns counters.
+
+    Reads the current facts of the (subject, predicate) keys the batch touches, plans in Python
+    (`plan_facts`), then writes with one UNWIND per kind of change.
+    """
+    counters = {"facts_created": 0, "supports_created": 0, "facts_superseded": 0, "facts_skipped": 0}
+    if not facts:
+        return counters
+    keys = sorted({(f.subject_id, f.predicate) for f in facts})
+    current = [
+        _Current(r["id"], r["subject_id"], r["predicate"], r["object_key"], _dt(r["valid_from"]),
+                 _dt(r["valid_to"]), bool(r["single_valued"]), to_py_datetime(r["recorded_at"]))
+        for r in tx.run(
+            "UNWIND $keys AS k "
+            "MATCH (f:Fact {namespace: $ns, subject_id: k[0], predicate: k[1]}) WHERE f.status = 'current' "
+            "RETURN f.id AS id, f.subject_id AS subject_id, f.predicate AS predicate, f.object_key AS object_key, "
+            "f.valid_from AS valid_from, f.valid_to AS valid_to, coalesce(f.single_valued, true) AS single_valued, "
+            "f.recorded_at AS recorded_at",
+            keys=[list(k) for k in keys], ns=namespace,
+        )
+    ]
+    claim_ids = sorted({f.claim_id for f in facts})
+    recorded_at: dict[str, datetime] = {}
+    applied: set[tuple[str, str, str, str]] = set()
+    for r in tx.run(
+        "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id}) "
+        "OPTIONAL MATCH (f:Fact {namespace: $ns})-[:SUPPORTED_BY]->(c) "
+        "RETURN c.id AS id, c.recorded_at AS at, collect([f.subject_id, f.predicate, f.object_key]) AS done",
+        ids=claim_ids, ns=namespace,
+    ):
+        recorded_at[r["id"]] = to_py_datetime(r["at"])
+        applied.update((r["id"], s, p, o) for s, p, o in r["done"] if s is not None)
+    plan = plan_facts(namespace, current, facts, recorded_at, applied)
+    counters["facts_skipped"] = plan.skipped
+    if plan.creates:
+        summary = tx.run(
+            "UNWIND $rows AS row MERGE (f:Fact {id: row.id}) "
+            "ON CREATE SET f.namespace = $ns, f.subject = row.subject, f.subject_id = row.subject_id, "
+            "f.predicate = row.predicate, f.object = row.object, f.object_key = row.object_key, "
+            "f.object_id = row.object_id, f.valid_from = row.valid_from, f.valid_to = row.valid_to, "
+            "f.stated_valid_to = row.valid_to, f.recorded_at = row.recorded_at, f.revision = row.revision, "
+            "f.confidence = 0.0, f.supports = 0, f.status = 'current', f.single_valued = row.single_valued, "
+            "f.created_at = datetime.transaction() "
+            "WITH f, row MATCH (s:Entity {namespace: $ns, id: row.subject_id}) MERGE (f)-[:SUBJECT]->(s) "
+            "WITH f, row MATCH (o:Entity {namespace: $ns, id: row.object_id}) MERGE (f)-[:OBJECT]->(o)",
+            rows=plan.creates, ns=namespace,
+        ).consume()
+        counters["facts_created"] = summary.counters.nodes_created
+    if plan.supports:
+        summary = tx.run(
+            "UNWIND $rows AS row "
+            "MATCH (f:Fact {namespace: $ns, id: row.fact}), (c:Claim {namespace: $ns, id: row.claim}) "
+            "MERGE (f)-[s:SUPPORTED_BY]->(c) ON CREATE SET s.confidence = row.confidence, s.revision = row.revision",
+            rows=plan.supports, ns=namespace,
+        ).consume()
+        counters["supports_created"] = summary.counters.relationships_created
+    if plan.supersessions:
+        record = tx.run(
+            "UNWIND $rows AS row "
+            "MATCH (old:Fact {namespace: $ns, id: row.old}), (new:Fact {namespace: $ns, id: row.new}) "
+            "WHERE old.status = 'current' "
+            "SET old.status = 'superseded', old.valid_to = row.close, old.superseded_at_revision = row.revision, "
+            "old.superseded_by = new.id "
+            "MERGE (new)-[r:SUPERSEDES]->(old) ON CREATE SET r.revision = row.revision, r.at = row.at "
+            "RETURN count(*) AS n",
+            rows=plan.supersessions, ns=namespace,
+        ).single()
+        counters["facts_superseded"] = 0 if record is None else int(record["n"])
+    touched = sorted({s["fact"] for s in plan.supports})
+    if touched:
+        tx.run(
+            "UNWIND $ids AS id MATCH (f:Fact {namespace: $ns, id: id}) "
+            "WITH f, COLLECT { MATCH (f)-[s:SUPPORTED_BY]->(:Claim {namespace: $ns}) "
+            "  RETURN s.confidence ORDER BY s.confidence } AS ps "
+            "SET f.confidence = round(1.0 - reduce(q = 1.0, p IN ps | q * (1.0 - p)), 9), f.supports = size(ps)",
+            ids=touched, ns=namespace,
+        ).consume()
+    pairs = sorted({tuple(sorted((c["subject_id"], c["object_id"]))) for c in plan.creates
+                    if c["object_id"] is not None and c["object_id"] != c["subject_id"]})
+    if pairs:
+        tx.run(
+            "UNWIND $pairs AS p MATCH (a:Entity {namespace: $ns, id: p[0]}), (b:Entity {namespace: $ns, id: p[1]}) "
+            "WITH a, b " + RELATED_RECOUNT + "RETURN count(*) AS n",
+            pairs=[list(p) for p in pairs], ns=namespace,
+        ).consume()
+    return counters
+
+
+# ------------------------------------------------------------------------------------ recall
+def packet_beliefs(tx: ManagedTransaction, namespace: str, claim_ids: list[str], revision: int,
+                   projections_seq: int, cap: int) -> tuple[list[Belief], bool]:
+    """Current facts supported by any of `claim_ids`, as of (revision, projections_seq), capped.
+
+    As of the packet: a fact counts if the worker had written it by `projections_seq` and had not
+    superseded it by then; a support counts if it was written by then and its claim was current
+    at `revision` (a retracted or superseded claim no longer vouches for anything). Confidence is
+    the Noisy-OR of those supports, and `valid_to` is the window the fact had while current. So
+    the result depends on the store's history up to the packet, never on what came after.
+
+    Order: confidence descending, then id — total, so ties never depend on the engine. Returns
+    (beliefs[:cap], truncated).
+    """
+    if cap < 0:
+        raise BadInputError("the belief cap must be non-negative", field="b")
+    seq = min(projections_seq, revision)
+    ids = sorted(set(claim_ids))
+    if not ids:
+        return [], False
+    rows = list(tx.run(
+        "UNWIND $ids AS cid "
+        "MATCH (:Claim {namespace: $ns, id: cid})<-[s:SUPPORTED_BY]-(f:Fact {namespace: $ns}) "
+        "WHERE s.revision <= $seq AND f.revision <= $seq "
+        "AND (f.superseded_at_revision IS NULL OR f.superseded_at_revision > $seq) "
+        "WITH DISTINCT f "
+        "MATCH (f)-[s:SUPPORTED_BY]->(c:Claim {namespace: $ns}) WHERE s.revision <= $seq "
+        "RETURN f {.id, .subject, .subject_id, .predicate, .object, .object_id, .valid_from, .valid_to, "
+        ".stated_valid_to, .recorded_at, .revision, .superseded_at_revision} AS f, "
+        "collect({id: c.id, p: s.confidence, vf: c.vis_from, vt: c.vis_to}) AS supports",
+        ids=ids, ns=namespace, seq=seq,
+    ))
+    wanted = set(ids)
+    beliefs: list[Belief] = []
+    for r in rows:
+        f = r["f"]
+        live = sorted((s for s in r["supports"] if current_at(s["vf"], s["vt"], revision)), key=lambda s: s["id"])
+        if not any(s["id"] in wanted for s in live):
+            continue
+        superseded_later = f["superseded_at_revision"] is not None
+        valid_to = f["stated_valid_to"] if superseded_later else f["valid_to"]
+        beliefs.append(Belief(
+            id=f["id"], subject=f["subject"], predicate=f["predicate"], object=f["object"],
+            confidence=noisy_or(float(s["p"]) for s in live), supported_by=[s["id"] for s in live],
+            subject_id=f["subject_id"], object_id=f["object_id"], valid_from=iso(_dt(f["valid_from"])),
+            valid_to=iso(_dt(valid_to)), recorded_at=iso(_dt(f["recorded_at"])), revision=int(f["revision"]),
+        ))
+    beliefs.sort(key=lambda b: (-b.confidence, b.id))
+    return beliefs[:cap], len(beliefs) > cap
+
+
+# ------------------------------------------------------------------------------------ API reads
+def list_facts(driver: Driver, namespace: str, *, entity_id: str | None = None, include_superseded: bool = False,
+               first: int = 100, database: str | None = None) -> list[dict[str, Any]]:
+    """Facts of a namespace (optionally those whose subject or object is `entity_id`), as stored now:
+    newest revision first, then id, with their supporting claim ids."""
+    if not 1 <= first <= 1000:
+        raise BadInputError("first must be between 1 and 1000", field="first", limit=1000)
+    records, _, _ = driver.execute_query(
+        "MATCH (f:Fact {namespace: $ns}) "
+        "WHERE ($all OR f.status = 'current') AND ($eid IS NULL OR f.subject_id = $eid OR f.object_id = $eid) "
+        "WITH f ORDER BY f.revision DESC, f.id LIMIT $first "
+        "RETURN f {.id, .subject, .subject_id, .predicate, .object, .object_id, .valid_from, .valid_to, "
+        ".recorded_at, .revision, .confidence, .status, .superseded_at_revision, .superseded_by} AS f, "
+        "COLLECT { MATCH (f)-[:SUPPORTED_BY]->(c:Claim {namespace: $ns}) RETURN c.id ORDER BY c.id } AS supported_by",
+        ns=namespace, all=include_superseded, eid=entity_id, first=first, database_=database, routing_="r",
+    )
+    out = []
+    for r in records:
+        row = dict(r["f"])
+        for key in ("valid_from", "valid_to", "recorded_at"):
+            row[key] = iso(_dt(row[key]))
+        out.append(row | {"supported_by": list(r["supported_by"])})
+    return out

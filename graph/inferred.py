@@ -1,0 +1,315 @@
+"""Inferred supersession in the store: candidate reads, the race-safe write, and recall's lookups.
+
+The worker (in `api`) finds, for each newly written claim without a claim_key, the older claims
+that share an entity with it and are close in embedding space (`inference_candidates`), lets
+the judge in `extraction.supersession` decide, and hands the decisions to the projections
+commit, which calls `write_inferred` inside its own transaction. Three rules keep it exact:
+
+* **A new store revision.** A supersession changes what recall shows, so it gets its own
+  revision, bumped in the writing transaction exactly as an ingest does (`graph.revisions`).
+  That bump takes the Store's write lock, so the checks that follow cannot race an ingest, a
+  retraction or another worker; and the old claim's visibility closes *at that revision*, so an
+  as-of recall before it still sees the old claim, and one at or after it does not.
+* **Only what is still current.** Under the lock both claims are re-read: a pair whose older
+  claim was meanwhile superseded, retracted or already linked (a worker re-run), or whose newer
+  claim was retracted, is dropped. Nothing left → no bump, no revision spent. Re-running the
+  worker therefore writes nothing twice.
+* **Undone by retraction.** The relationship is an ordinary `SUPERSEDES` with
+  `reason: 'inferred'` and its `confidence`, so `graph.store.retract` of the newer claim restores
+  the older one exactly as it does for claim_key supersession.
+
+Nothing here calls a model: embeddings are compared by `vector.similarity.cosine` in Cypher.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from neo4j import Driver, ManagedTransaction
+
+from graph.revisions import bump, to_py_datetime
+from graph.visibility import OPEN, current_at
+
+REASON = "inferred"
+
+
+@dataclass(frozen=True)
+class InferenceClaim:
+    """A claim as the judge sees it: text and entity names, plus what ordering and visibility need."""
+
+    id: str
+    content: str
+    claim_key: str | None
+    revision: int
+    batch_index: int
+    entities: frozenset[str]       # Entity.name of every entity it MENTIONS (stored or from this batch)
+
+
+@dataclass(frozen=True)
+class SubjectCandidates:
+    subject: InferenceClaim
+    candidates: list[tuple[InferenceClaim, float]]   # (older claim, cosine in [-1, 1]), best first
+
+
+@dataclass(frozen=True)
+class InferredWrite:
+    newer_id: str
+    older_id: str
+    revision: int          # the revision of the newer claim whose processing found the pair
+    confidence: float
+    kind: str
+    reason: str
+
+
+def _dt(value: Any) -> datetime | None:
+    return None if value is None else to_py_datetime(value)
+
+
+def _windows_overlap(a_from: datetime | None, a_to: datetime | None, b_from: datetime | None,
+                     b_to: datetime | None) -> bool:
+    return (a_to is None or b_from is None or b_from < a_to) and (b_to is None or a_from is None or a_from < b_to)
+
+
+_ROW = ("{id: c.id, content: c.content, claim_key: c.claim_key, revision: c.revision, "
+        "batch_index: coalesce(c.batch_index, 0), status: c.status, vis_from: c.vis_from, vis_to: c.vis_to, "
+        "valid_from: c.valid_from, valid_to: c.valid_to}")
+
+
+def inference_candidates(driver: Driver, namespace: str, subject_ids: Sequence[str], *,
+                         extra_mentions: Mapping[str, Set[str]] | None = None,
+                         extra_names: Mapping[str, str] | None = None,
+                         extra_canonicals: Mapping[str, str] | None = None, min_similarity: float, limit: int,
+                         database: str | None = None) -> list[SubjectCandidates]:
+    """For each subject (a claim id), the older claims it may supersede.
+
+    Candidates share at least one entity with the subject — by stored MENTIONS or by
+    `extra_mentions` (claim id → entity ids the current batch is about to write, since the batch's
+    own links are committed together with the decisions) — were written before it (revision,
+    then position in the batch), were current at the subject's revision and still are, have a
+    world-time window overlapping the subject's and do not start after it, and have cosine ≥
+    `min_similarity`; at most `limit`, best cosine first (then id). Subjects that are no longer
+    current (retracted since) are skipped. `extra_names` / `extra_canonicals` name the batch's new
+    entities.
+
+    "Share an entity" counts an entity whose canonical name contains the other's as a run of
+    words ("james petrova s" from "James Petrova's", "warfarin for priya osei" from a capitalised
+    sentence start, and "james petrova"): the offline extractor makes such twins, and without
+    this two versions of one patient's dose would never meet. The judge then decides whether
+    the subjects really agree.
+    """
+    if not subject_ids:
+        return []
+    with driver.session(database=database, default_access_mode="READ") as session:
+        return session.execute_read(_candidates, namespace, list(subject_ids), dict(extra_mentions or {}),
+                                    dict(extra_names or {}), dict(extra_canonicals or {}), min_similarity,
+                                    max(1, limit))
+
+
+def _related(tx: ManagedTransaction, ns: str, entity_ids: Set[str], extra_canonicals: Mapping[str, str],
+             memo: dict[str, set[str]]) -> set[str]:
+    """Entity ids whose canonical name contains, or is contained in, one of `entity_ids`' names."""
+    missing = sorted(set(entity_ids) - set(extra_canonicals))
+    canon = dict(extra_canonicals)
+    if missing:
+        canon.update({str(r["id"]): str(r["k"]) for r in tx.run(
+            "UNWIND $ids AS id MATCH (e:Entity {namespace: $ns, id: id}) RETURN e.id AS id, e.canonical AS k",
+            ids=missing, ns=ns,
+        )})
+    out: set[str] = set(entity_ids)
+    for key in sorted({canon[e] for e in entity_ids if e in canon}):
+        if key not in memo:
+            padded = f" {key} "
+            found = {str(r["id"]) for r in tx.run(
+                "MATCH (x:Entity {namespace: $ns}) "
+                "WHERE (' ' + x.canonical + ' ') CONTAINS $padded OR $padded CONTAINS (' ' + x.canonical + ' ') "
+                "RETURN x.id AS id",
+                ns=ns, padded=padded,
+            )}
+            found |= {eid for eid, k in extra_canonicals.items() if padded in f" {k} " or f" {k} " in padded}
+            memo[key] = found
+        out |= memo[key]
+    return out
+
+
+def _candidates(tx: ManagedTransaction, ns: str, subject_ids: list[str], extra: dict[str, Set[str]],
+                extra_names: dict[str, str], extra_canonicals: dict[str, str], min_cos: float,
+                limit: int) -> list[SubjectCandidates]:
+    memo: dict[str, set[str]] = {}
+    by_entity: dict[str, set[str]] = {}
+    for cid, eids in extra.items():
+        for eid in eids:
+            by_entity.setdefault(eid, set()).add(cid)
+    names = dict(extra_names)
+    out: list[SubjectCandidates] = []
+    for sid in subject_ids:
+        record = tx.run(
+            f"MATCH (c:Claim {{namespace: $ns, id: $id}}) OPTIONAL MATCH (c)-[:MENTIONS]->(e:Entity) "
+            f"RETURN {_ROW} AS row, collect({{id: e.id, name: e.name}}) AS ents",
+            ns=ns, id=sid,
+        ).single()
+        if record is None or record["row"]["status"] != "current":
+            continue
+        row = dict(record["row"])
+        entity_ids = {e["id"] for e in record["ents"] if e["id"] is not None} | set(extra.get(sid, ()))
+        names.update({e["id"]: e["name"] for e in record["ents"] if e["id"] is not None})
+        if not entity_ids:
+            continue
+        search = _related(tx, ns, entity_ids, extra_canonicals, memo)
+        in_batch = sorted({cid for eid in search for cid in by_entity.get(eid, ())} - {sid})
+        rows = tx.run(
+            "MATCH (n:Claim {namespace: $ns, id: $id}) "
+            "CALL () { "
+            "  UNWIND $eids AS eid MATCH (c:Claim {namespace: $ns})-[:MENTIONS]->(:Entity {namespace: $ns, id: eid}) "
+            "  RETURN c "
+            "  UNION "
+            "  UNWIND $extra AS cid MATCH (c:Claim {namespace: $ns, id: cid}) RETURN c "
+            "} "
+            "WITH DISTINCT n, c WHERE c.id <> n.id AND c.status = 'current' "
+            "AND (c.revision < n.revision OR (c.revision = n.revision "
+            "     AND coalesce(c.batch_index, 0) < coalesce(n.batch_index, 0))) "
+            "WITH n, c, vector.similarity.cosine(n.embedding, c.embedding) AS score WHERE score >= $threshold "
+            "WITH c, score ORDER BY score DESC, c.id LIMIT $limit "
+            "OPTIONAL MATCH (c)-[:MENTIONS]->(e:Entity) "
+            f"RETURN {_ROW} AS row, score, collect({{id: e.id, name: e.name}}) AS ents "
+            "ORDER BY score DESC, row.id",
+            ns=ns, id=sid, eids=sorted(search), extra=in_batch, threshold=(1.0 + min_cos) / 2.0,
+            limit=limit * 4,  # visibility at the subject's revision is checked below, so over-fetch
+        )
+        kept: list[tuple[dict[str, Any], set[str], float]] = []
+        for r in rows:
+            cand = dict(r["row"])
+            if not current_at(cand["vis_from"], cand["vis_to"], int(row["revision"])):
+                continue
+            if not _windows_overlap(_dt(row["valid_from"]), _dt(row["valid_to"]), _dt(cand["valid_from"]),
+                                    _dt(cand["valid_to"])):
+                continue
+            s_from, c_from = _dt(row["valid_from"]), _dt(cand["valid_from"])
+            if s_from is not None and c_from is not None and s_from < c_from:
+                continue  # the newer write states an earlier state of the world: it replaces nothing
+            ents = {e["id"] for e in r["ents"] if e["id"] is not None} | set(extra.get(cand["id"], ()))
+            names.update({e["id"]: e["name"] for e in r["ents"] if e["id"] is not None})
+            kept.append((cand, ents, round(2.0 * float(r["score"]) - 1.0, 6)))
+            if len(kept) >= limit:
+                break
+        # Entities the batch links but the store already knows are named by the store.
+        unnamed = sorted((entity_ids | {e for _, ents, _ in kept for e in ents}) - set(names))
+        if unnamed:
+            names.update({str(r["id"]): str(r["name"]) for r in tx.run(
+                "UNWIND $ids AS id MATCH (e:Entity {namespace: $ns, id: id}) RETURN e.id AS id, e.name AS name",
+                ids=unnamed, ns=ns,
+            )})
+        out.append(SubjectCandidates(_claim(row, entity_ids, names),
+                                     [(_claim(cand, ents, names), cos) for cand, ents, cos in kept]))
+    return out
+
+
+def _claim(row: Mapping[str, Any], entity_ids: Set[str], names: Mapping[str, str]) -> InferenceClaim:
+    return InferenceClaim(str(row["id"]), str(row["content"]), row["claim_key"], int(row["revision"]),
+                          int(row["batch_index"]), frozenset(names.get(e, e) for e in entity_ids))
+
+
+def write_inferred(tx: ManagedTransaction, namespace: str, writes: Sequence[InferredWrite]) -> int:
+    """Record inferred supersessions in the caller's write transaction; returns how many were written.
+
+    The caller must already hold the Store's write lock or take it here: `bump` does, before the
+    re-read that drops pairs no longer valid. Rows are independent (each older claim appears at
+    most once, as the planner guarantees), so the order of the UNWIND cannot matter.
+    """
+    if not writes:
+        return 0
+    rows = [{"newer": w.newer_id, "older": w.older_id, "revision": int(w.revision),
+             "confidence": float(w.confidence), "kind": w.kind, "reason": w.reason[:300]}
+            for w in sorted(writes, key=lambda w: (w.revision, w.newer_id, w.older_id))]
+    # Lock first (a no-op SET on the Store node), then re-read under the lock.
+    tx.run("MATCH (s:Store {namespace: $ns}) SET s.inferred_at = datetime.transaction()", ns=namespace).consume()
+    valid = [r for r in rows if r["newer"] != r["older"]]
+    still = {(rec["newer"], rec["older"]) for rec in tx.run(
+        "UNWIND $rows AS r "
+        "MATCH (n:Claim {namespace: $ns, id: r.newer}), (o:Claim {namespace: $ns, id: r.older}) "
+        "WHERE n.status = 'current' AND o.status = 'current' AND o.vis_to[-1] = $open "
+        "AND NOT EXISTS { (n)-[:SUPERSEDES]->(o) } "
+        "RETURN r.newer AS newer, r.older AS older",
+        rows=valid, ns=namespace, open=OPEN,
+    )}
+    keep = [r for r in valid if (r["newer"], r["older"]) in still]
+    if not keep:
+        return 0
+    rev = bump(tx, namespace, "infer", len(keep))
+    tx.run(
+        "UNWIND $rows AS r "
+        "MATCH (n:Claim {namespace: $ns, id: r.newer}), (o:Claim {namespace: $ns, id: r.older}) "
+        "SET o.status = 'superseded', o.superseded_at_revision = $rev, o.vis_to = o.vis_to[..-1] + [$rev] "
+        "CREATE (n)-[:SUPERSEDES {revision: $rev, at: $at, reason: $reason, confidence: r.confidence, "
+        "kind: r.kind, detail: r.reason, found_at_revision: r.revision}]->(o)",
+        rows=keep, ns=namespace, rev=rev.number, at=rev.at, reason=REASON,
+    ).consume()
+    return len(keep)
+
+
+# ------------------------------------------------------------------------------------ recall side
+def hidden_by_inference(tx: ManagedTransaction, namespace: str, ids: Sequence[str], revision: int) -> set[str]:
+    """Of `ids` (claims recall hid as superseded at `revision`), those hidden by an inferred
+    supersession in force at that revision — so a packet can say how much of what it hid was
+    the worker's inference rather than a writer's claim_key."""
+    if not ids:
+        return set()
+    rows = tx.run(
+        "UNWIND $ids AS id MATCH (o:Claim {namespace: $ns, id: id})<-[s:SUPERSEDES]-(:Claim {namespace: $ns}) "
+        "WHERE s.reason = $reason AND s.revision <= $rev "
+        "AND (s.undone_at_revision IS NULL OR s.undone_at_revision > $rev) "
+        "RETURN DISTINCT id",
+        ids=sorted(set(ids)), ns=namespace, rev=revision, reason=REASON,
+    )
+    return {str(r["id"]) for r in rows}
+
+
+def supersession_reasons(tx: ManagedTransaction, namespace: str, ids: Sequence[str],
+                         revision: int) -> dict[str, dict[str, Any]]:
+    """For each of `ids` superseded at `revision`: the supersession in force then, as
+    {by, reason, confidence, revision} (confidence is None for claim_key and manual ones)."""
+    if not ids:
+        return {}
+    rows = tx.run(
+        "UNWIND $ids AS id MATCH (o:Claim {namespace: $ns, id: id})<-[s:SUPERSEDES]-(n:Claim {namespace: $ns}) "
+        "WHERE s.revision <= $rev AND (s.undone_at_revision IS NULL OR s.undone_at_revision > $rev) "
+        "RETURN id, n.id AS by, s.reason AS reason, s.confidence AS confidence, s.revision AS revision "
+        "ORDER BY id, revision DESC, by",
+        ids=sorted(set(ids)), ns=namespace, rev=revision,
+    )
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        out.setdefault(str(r["id"]), {"by": r["by"], "reason": r["reason"], "confidence": r["confidence"],
+                                      "revision": int(r["revision"])})
+    return out
+
+
+def inferred_successors(tx: ManagedTransaction, namespace: str, ids: Sequence[str], revision: int,
+                        max_hops: int = 16) -> dict[str, str]:
+    """For each of `ids`, the claim that replaces it at `revision` by a chain of inferred
+    supersessions in force then (old → … → the end of the chain), when that end is current at
+    `revision`. Recall can let an inferred-superseded candidate lend its match to its successor,
+    as claim_key versions do (an inferred chain has no key to look the versions up by)."""
+    if not ids:
+        return {}
+    rows = tx.run(
+        "UNWIND $ids AS id MATCH (o:Claim {namespace: $ns, id: id}) "
+        f"MATCH p = (o)<-[:SUPERSEDES*1..{int(max_hops)}]-(n:Claim {{namespace: $ns}}) "
+        "WHERE all(s IN relationships(p) WHERE s.reason = $reason AND s.revision <= $rev "
+        "          AND (s.undone_at_revision IS NULL OR s.undone_at_revision > $rev)) "
+        "AND any(i IN range(0, size(n.vis_from) - 1) WHERE n.vis_from[i] <= $rev AND $rev < n.vis_to[i]) "
+        "RETURN id, n.id AS successor ORDER BY id, length(p), successor",
+        ids=sorted(set(ids)), ns=namespace, rev=revision, reason=REASON,
+    )
+    out: dict[str, str] = {}
+    for r in rows:
+        out.setdefault(str(r["id"]), str(r["successor"]))
+    return out
+
+
+__all__ = [
+    "REASON", "InferenceClaim", "InferredWrite", "SubjectCandidates", "hidden_by_inference", "inference_candidates",
+    "inferred_successors", "supersession_reasons", "write_inferred",
+]

@@ -1,0 +1,37 @@
+"""Lexical evidence of recall: identifier terms, head-word phrases and the sibling rule."""
+
+from __future__ import annotations
+
+from graph.recall import identifiers, names_sibling, terms
+
+
+def test_a_name_keeps_its_head_word_so_two_contracts_of_one_pair_differ() -> None:
+    reseller = set(terms("Per the Acme–Keystone reseller contract, damages may not exceed $750,000."))
+    supply = set(terms("The Acme–Keystone supply contract limits liability."))
+    assert "~acme–keystone reseller" in reseller and "~acme–keystone supply" in supply
+    assert "~acme–keystone" in reseller & supply
+
+
+def test_prose_compounds_get_no_head_word_and_stopwords_end_a_name() -> None:
+    assert not any(t.startswith("~long-term ") for t in terms("the long-term debt of Sterling Holdings"))
+    assert not any(t.startswith("~acme–keystone ") for t in terms("Acme–Keystone is the pair"))
+
+
+def test_names_are_identifiers_but_head_word_phrases_are_not() -> None:
+    assert identifiers("Ask Clara Novak about db-7 and the Acme–Keystone reseller contract") == {
+        "~ask clara novak", "~db-7", "~acme–keystone"}
+
+
+def test_a_claim_naming_a_sibling_and_not_the_asked_name_is_flagged() -> None:
+    asked = identifiers("How fast must checkout-scheduler answer?")
+    assert names_sibling(asked, "The checkout-gateway service keeps p99 under 750 ms.")
+    assert not names_sibling(asked, "checkout-scheduler calls checkout-gateway for payment.")
+    assert not names_sibling(asked, "A latency budget applies to every service.")  # names nothing
+    assert not names_sibling(asked, "The ledger-api keeps p99 under 750 ms.")  # unrelated, not a sibling
+
+
+def test_inflections_of_one_name_are_not_siblings_and_two_asked_names_are_not_either() -> None:
+    assert not names_sibling(identifiers("What is the auto-renewal period?"), "The contract auto-renews yearly.")
+    both = identifiers("Compare Sterling Holdings and Sterling Systems")
+    assert not names_sibling(both, "Sterling Systems is rated BB+.")
+    assert names_sibling(identifiers("Rating of Sterling Holdings?"), "Sterling Systems is rated BB+.")
