@@ -371,8 +371,8 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
     similarity = {r["id"]: round(float(r["sim"]), 6) for r in versions if r.get("sim") is not None}
     missing = sorted(set(pool.rows) - set(similarity))  # claims only PPR reached
     similarity.update(_similarities(tx, missing, req.vector))
-    ranked = _rank(pool.rows.values(), similarity, req.query, policy, reference, lenders, graph_scores)
-    items = ranked[: req.k]
+    items, ranked_total = _rank(pool.rows.values(), similarity, req.query, policy, reference, lenders, graph_scores,
+                                limit=req.k)
     item_ids = [it.id for it in items]
     supersedes = _supersedes_at(tx, req.namespace, item_ids, revision)
     items = [it.model_copy(update={"supersedes": supersedes.get(it.id)}) for it in items]
@@ -390,7 +390,7 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
         projections_seq=seq, items=items,
         contradictions=contradictions, edges=edges, beliefs=beliefs,
         completeness=Completeness(
-            items_truncated=len(ranked) > req.k, edges_truncated=edges_cut,
+            items_truncated=ranked_total > req.k, edges_truncated=edges_cut,
             contradictions_truncated=contra_cut, beliefs_truncated=beliefs_cut, candidates_exhausted=pool.exhausted,
         ),
         hidden=hidden, served_at=iso(now_utc()) or "", fingerprint="",
@@ -523,9 +523,11 @@ def weighted_lexical(idf: dict[str, float], content: str) -> float:
 def _rank(rows: Iterable[dict[str, Any]], similarity: dict[str, float], query: str,
           policy: Policy, reference: datetime | None,
           lenders: dict[str, list[dict[str, Any]]] | None = None,
-          graph: dict[str, float] | None = None) -> list[PacketItem]:
-    """Fuse the ranked lists. `graph` (PPR scores, None when graph expansion is off) is a third list:
-    scaled by its maximum under linear fusion, ranked under RRF, weighted by `graph_weight`."""
+          graph: dict[str, float] | None = None, *, limit: int) -> tuple[list[PacketItem], int]:
+    """Fuse the ranked lists; the first `limit` items and how many were ranked in all.
+
+    `graph` (PPR scores, None when graph expansion is off) is a third list: scaled by its maximum
+    under linear fusion, ranked under RRF, weighted by `graph_weight`."""
     candidates = list(rows)
     lenders = lenders or {}
     qterms = set(terms(query))
@@ -593,7 +595,7 @@ def _rank(rows: Iterable[dict[str, Any]], similarity: dict[str, float], query: s
         scored.append((score, r, relevance, decay, age, tau))
     scored.sort(key=lambda s: (-s[0], -s[1]["revision"], s[1]["id"]))
     items = []
-    for rank, (score, r, relevance, decay, age, tau) in enumerate(scored, start=1):
+    for rank, (score, r, relevance, decay, age, tau) in enumerate(scored[:limit], start=1):
         items.append(PacketItem(
             id=r["id"], content=r["content"], source=r["source"], claim_key=r["claim_key"],
             metadata=json.loads(r["metadata_json"] or "{}"), revision=r["revision"],
@@ -605,7 +607,7 @@ def _rank(rows: Iterable[dict[str, Any]], similarity: dict[str, float], query: s
             freshness=Freshness(age_seconds=_round(age), tau_seconds=tau, decay=decay, status="current",
                                 superseded=False, retracted=False),
         ))
-    return items
+    return items, len(scored)
 
 
 def _competition_ranks(ordered: list[dict[str, Any]], key: Callable[[dict[str, Any]], Any]) -> dict[str, int]:
