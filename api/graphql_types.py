@@ -237,6 +237,32 @@ class Contradiction:
     other: ClaimRef
 
 
+@strawberry.type(description="A belief the worker derived from claims: subject, predicate, object, with Noisy-OR "
+                             "confidence over its supporting claims. Superseded facts say what held before.")
+class Fact:
+    id: str
+    subject: str
+    subject_id: str | None
+    predicate: str
+    object: str
+    object_id: str | None
+    valid_from: str | None
+    valid_to: str | None
+    recorded_at: str | None
+    revision: int | None
+    confidence: float
+    status: str
+    supported_by: list[str]
+
+
+def fact_to_gql(row: dict[str, Any]) -> Fact:
+    return Fact(id=row["id"], subject=row["subject"], subject_id=row.get("subject_id"), predicate=row["predicate"],
+                object=row["object"], object_id=row.get("object_id"), valid_from=row.get("valid_from"),
+                valid_to=row.get("valid_to"), recorded_at=row.get("recorded_at"), revision=row.get("revision"),
+                confidence=float(row["confidence"]), status=str(row["status"]),
+                supported_by=list(row.get("supported_by") or []))
+
+
 @strawberry.type(description="A thing claims mention; ranked by GDS PageRank over co-mentions.")
 class Entity:
     id: str
@@ -254,6 +280,15 @@ class Entity:
         namespace = str(getattr(self, "_namespace", ""))
         rows = await call(info, namespace, "read", lambda mem: mem.entity_neighbours(self.id, first))
         return [entity_to_gql(r, namespace) for r in rows]
+
+    @strawberry.field(description="Facts with this entity as subject or object, newest first.")
+    async def facts(self, info: strawberry.Info, first: int = 50, include_superseded: bool = False) -> list[Fact]:
+        from api.graphql_schema import call
+
+        namespace = str(getattr(self, "_namespace", ""))
+        rows = await call(info, namespace, "read",
+                          lambda mem: mem.facts(self.id, include_superseded=include_superseded, first=first))
+        return [fact_to_gql(r) for r in rows]
 
 
 def entity_to_gql(row: dict[str, Any], namespace: str) -> Entity:

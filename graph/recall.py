@@ -81,7 +81,6 @@ def _fold(tok: str) -> str:
     return tok
 
 
-_FIELDS_SCORED = _FIELDS[:-1] + ", score: score}"
 
 
 def terms(text: str) -> list[str]:
@@ -200,6 +199,7 @@ class _Pool:
     hidden: dict[str, str]
     exhausted: bool
     superseded: dict[str, dict[str, Any]] = field(default_factory=dict)
+    inferred: set[str] = field(default_factory=set)  # hidden as superseded by an inferred supersession
 
 
 def _take(rows: list[dict[str, Any]], raw: int, fetch: int, need: int, revision: int,
@@ -226,6 +226,8 @@ def _take(rows: list[dict[str, Any]], raw: int, fetch: int, need: int, revision:
             pool.rows.setdefault(row["id"], row)
         else:
             pool.hidden.setdefault(row["id"], reason)
+            if reason == "superseded" and row.get("inferred"):
+                pool.inferred.add(row["id"])
             if reason == "superseded" and row["claim_key"] is not None:
                 pool.superseded.setdefault(row["id"], row)
     return False
@@ -251,7 +253,12 @@ def _dt(value: Any) -> datetime | None:
 
 
 _FIELDS_SIM = _FIELDS[:-1] + ", sim: vector.similarity.cosine(node.embedding, $vector)}"
-_FIELDS_SCORED = _FIELDS_SIM[:-1] + ", score: score}"
+# Index rows also say whether an inferred supersession (the worker's judgement, not a claim_key)
+# was in force at R, so the packet can count what inference hid.
+_FIELDS_SCORED = _FIELDS_SIM[:-1] + (
+    ", score: score, inferred: EXISTS { MATCH (node)<-[s:SUPERSEDES]-(:Claim) WHERE s.reason = 'inferred' "
+    "AND s.revision <= rev AND (s.undone_at_revision IS NULL OR s.undone_at_revision > rev) }}"
+)
 
 # One round trip brings everything ranking needs: the store's state, the reference time, both
 # index answers (each cut to the namespace and revision, each row with its exact similarity),
@@ -384,6 +391,7 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
     for reason in pool.hidden.values():
         if reason != "recorded_later":
             setattr(hidden, reason, getattr(hidden, reason) + 1)
+    hidden.inferred = len(pool.inferred)
     packet = ContextPacket(
         namespace=req.namespace, query=req.query, policy_version=policy.version, k=req.k,
         store_revision=revision, valid_at=iso(req.valid_at), reference_time=iso(reference),

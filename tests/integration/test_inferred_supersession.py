@@ -85,7 +85,8 @@ def test_same_subject_value_change_supersedes_at_a_new_revision(memory: Memory, 
     # Hidden now, visible as of any revision before the inference; the packet counts it as hidden.
     now = memory.recall(QUERY, k=5)
     assert new in [it.id for it in now.items] and old not in [it.id for it in now.items]
-    assert now.hidden.superseded >= 1
+    assert now.hidden.superseded >= 1 and now.hidden.inferred == 1  # ... and says inference hid it
+    assert memory.recall(QUERY, k=5, as_of_revision=at - 1).hidden.inferred == 0
     assert old in item_ids(memory, as_of=at - 1) and new in item_ids(memory, as_of=at - 1)
     assert old in item_ids(memory, as_of=written - 1) and new not in item_ids(memory, as_of=written - 1)
     assert old not in item_ids(memory, as_of=at)

@@ -245,3 +245,39 @@ def test_offline_policy_calls_no_model_and_writes_no_facts(memory: Any) -> None:
     assert report.extractor == "offline" and report.extraction_calls == 0 and report.extraction_cost_usd == 0
     assert report.facts_created == 0 and memory.facts() == []
     assert report.entities_created >= 2
+
+
+@pytest.mark.integration
+def test_packets_and_graphql_carry_the_facts(memory: Any, runtime: Any) -> None:
+    """End to end: LLM facts become packet beliefs (capped at b) and Entity.facts in GraphQL."""
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+    from api.auth import KeyStore, hash_key
+
+    cfg, _ = _llm_worker(memory, ANSWERS)
+    written = memory.ingest_many([{"content": t, "source": "chat"} for t in (MARA, MOVE, HOSTS)])
+    memory.run_projections(cfg)
+    packet = memory.recall("Where does Mara Quint live now?", k=3)
+    triples = {(b.subject, b.predicate, b.object) for b in packet.beliefs}
+    assert ("Mara Quint", "lives_in", "Berlin") in triples
+    assert all(set(b.supported_by) & {it.id for it in packet.items} for b in packet.beliefs)  # the items' beliefs
+    assert [b.confidence for b in packet.beliefs] == sorted((b.confidence for b in packet.beliefs), reverse=True)
+    memory.register_policy(Policy(version="one-belief", b=1))
+    capped = memory.recall("Where does Mara Quint live now?", k=3, policy_version="one-belief")
+    assert len(capped.beliefs) == 1 and capped.completeness.beliefs_truncated == (len(packet.beliefs) > 1)
+    before = memory.recall("Where does Mara Quint live now?", k=3, as_of_revision=written.revision,
+                           projections_seq=0)
+    assert before.beliefs == []  # pinned before the worker ran: no beliefs yet
+
+    keys = KeyStore.from_json(json.dumps([{"name": "a", "sha256": hash_key("k-a"),
+                                           "namespaces": {memory.namespace: ["read"]}}]))
+    with TestClient(create_app(runtime, keys=keys)) as client:
+        resp = client.post("/graphql", headers={"Authorization": "Bearer k-a"}, json={"query": """
+            query($ns: String!) { entity(namespace: $ns, name: "Mara Quint") {
+              name facts { predicate object confidence supportedBy status } } }""",
+            "variables": {"ns": memory.namespace}})
+    body = resp.json()
+    assert "errors" not in body, body
+    facts = {(f["predicate"], f["object"]) for f in body["data"]["entity"]["facts"]}
+    assert facts == {("works_at", "Northwind Traders"), ("lives_in", "Berlin")}
