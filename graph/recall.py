@@ -268,7 +268,7 @@ _STATE_CYPHER = (
     "WITH s, CASE WHEN $as_of IS NULL THEN s.revision ELSE $as_of END AS rev "
     "OPTIONAL MATCH (cm:Commit {namespace: $ns, revision: rev}) "
     "OPTIONAL MATCH (p:Policy {namespace: $ns, version: $policy_version}) "
-    "WITH s, rev, cm.at AS at, p.content_hash AS policy_hash "
+    "WITH s, rev, cm.at AS at, p.content_hash AS policy_hash, EXISTS { MATCH (:Fact {namespace: $ns}) } AS has_facts "
 )
 _VECTOR_PART = (
     "CALL (rev) { CALL db.index.vector.queryNodes('claim_embedding', $vfetch, $vector) YIELD node, score "
@@ -288,7 +288,8 @@ _VERSIONS_PART = (
     "RETURN node ORDER BY node.revision DESC, node.id LIMIT $versions_per_key } "
     "WITH node, seen WHERE NOT node.id IN seen "
     f"RETURN collect({_FIELDS_SIM}) AS versions }} "
-    "RETURN s.revision AS revision, s.projections_seq AS seq, rev, at, policy_hash, vraw, vrows, traw, trows, versions"
+    "RETURN s.revision AS revision, s.projections_seq AS seq, rev, at, policy_hash, has_facts, vraw, vrows, traw, "
+    "trows, versions"
 )
 _CANDIDATE_QUERIES = {
     (vector, text): _STATE_CYPHER
@@ -385,7 +386,8 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
     items = [it.model_copy(update={"supersedes": supersedes.get(it.id)}) for it in items]
     edges, edges_cut = _edges(items, supersedes, policy.d)
     contradictions, contra_cut = _contradictions(tx, req.namespace, item_ids, revision, seq, policy.c)
-    beliefs, beliefs_cut = packet_beliefs(tx, req.namespace, item_ids, revision, seq, policy.b)
+    beliefs, beliefs_cut = (packet_beliefs(tx, req.namespace, item_ids, revision, seq, policy.b)
+                            if got["has_facts"] else ([], False))
 
     hidden = HiddenCounts()
     for reason in pool.hidden.values():
