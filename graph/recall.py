@@ -540,6 +540,15 @@ def _rank(rows: Iterable[dict[str, Any]], similarity: dict[str, float], query: s
     under linear fusion, ranked under RRF, weighted by `graph_weight`."""
     candidates = list(rows)
     lenders = lenders or {}
+    if graph is not None and policy.graph_weight > 0 and policy.ppr_protect_top > 0:
+        # The top ranks without graph evidence stay on top; the graph reorders and fills the rest.
+        head, total = _rank(candidates, similarity, query, policy, reference, lenders, None,
+                            limit=min(policy.ppr_protect_top, limit))
+        tail, _ = _rank(candidates, similarity, query, policy.model_copy(update={"ppr_protect_top": 0}),
+                        reference, lenders, graph, limit=limit + len(head))
+        kept = {it.id for it in head}
+        merged = (head + [it for it in tail if it.id not in kept])[:limit]
+        return [it.model_copy(update={"rank": n}) for n, it in enumerate(merged, start=1)], total
     qterms = set(terms(query))
     idf = pool_idf(candidates, qterms, policy.identifier_boost)
     lexical = {r["id"]: _round(weighted_lexical(idf, r["content"])) for r in candidates}
