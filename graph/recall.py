@@ -382,10 +382,10 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
     items, ranked_total = _rank(pool.rows.values(), similarity, req.query, policy, reference, lenders, graph_scores,
                                 limit=req.k)
     item_ids = [it.id for it in items]
-    supersedes = _supersedes_at(tx, req.namespace, item_ids, revision)
+    supersedes, contradiction_rows = _item_links(tx, req.namespace, item_ids, revision, seq)
     items = [it.model_copy(update={"supersedes": supersedes.get(it.id)}) for it in items]
     edges, edges_cut = _edges(items, supersedes, policy.d)
-    contradictions, contra_cut = _contradictions(tx, req.namespace, item_ids, revision, seq, policy.c)
+    contradictions, contra_cut = _contradictions(contradiction_rows, item_ids, revision, policy.c)
     beliefs, beliefs_cut = (packet_beliefs(tx, req.namespace, item_ids, revision, seq, policy.b)
                             if got["has_facts"] else ([], False))
 
@@ -642,20 +642,30 @@ def _competition_ranks(ordered: list[dict[str, Any]], key: Callable[[dict[str, A
     return ranks
 
 
-def _supersedes_at(tx: ManagedTransaction, ns: str, ids: list[str], revision: int) -> dict[str, str]:
-    """Which claim each item had replaced, as of the packet's revision."""
+def _item_links(tx: ManagedTransaction, ns: str, ids: list[str], revision: int,
+                seq: int) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """In one statement: which claim each item had replaced as of the revision, and the CONTRADICTS
+    edges the projections had found by `seq` (filtered and capped by `_contradictions`)."""
     if not ids:
-        return {}
-    rows = tx.run(
-        "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id})-[s:SUPERSEDES]->(o:Claim) "
-        "WHERE s.revision <= $rev AND (s.undone_at_revision IS NULL OR s.undone_at_revision > $rev) "
-        "RETURN id, o.id AS old ORDER BY s.revision DESC, old",
-        ids=ids, ns=ns, rev=revision,
+        return {}, []
+    records = tx.run(
+        "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id}) RETURN id, "
+        "COLLECT { MATCH (c)-[s:SUPERSEDES]->(o:Claim) WHERE s.revision <= $rev "
+        "AND (s.undone_at_revision IS NULL OR s.undone_at_revision > $rev) "
+        "RETURN {rev: s.revision, old: o.id} } AS sup, "
+        "COLLECT { MATCH (c)-[r:CONTRADICTS]-(o:Claim {namespace: $ns}) WHERE r.revision <= $seq "
+        "RETURN DISTINCT {oid: o.id, content: o.content, source: o.source, key: o.claim_key, vf: o.vis_from, "
+        "vt: o.vis_to, score: r.score, method: r.method, rrev: r.revision} } AS con",
+        ids=ids, ns=ns, rev=revision, seq=seq,
     )
-    out: dict[str, str] = {}
-    for r in rows:
-        out.setdefault(r["id"], r["old"])
-    return out
+    supersedes: dict[str, str] = {}
+    contradictions: list[dict[str, Any]] = []
+    for record in records:
+        latest = sorted(record["sup"], key=lambda x: (-int(x["rev"]), x["old"]))
+        if latest:
+            supersedes[record["id"]] = latest[0]["old"]
+        contradictions.extend({"id": record["id"], **row} for row in record["con"])
+    return supersedes, contradictions
 
 
 def _edges(items: list[PacketItem], supersedes: dict[str, str], cap: int) -> tuple[list[PacketEdge], bool]:
@@ -674,22 +684,13 @@ def _edges(items: list[PacketItem], supersedes: dict[str, str], cap: int) -> tup
     return [e[3] for e in edges[:cap]], len(edges) > cap
 
 
-def _contradictions(tx: ManagedTransaction, ns: str, ids: list[str], revision: int, seq: int,
+def _contradictions(rows: list[dict[str, Any]], ids: list[str], revision: int,
                     cap: int) -> tuple[list[PacketContradiction], bool]:
     """CONTRADICTS edges the projections had found by `seq` whose other side was current at the revision.
 
     An edge's `revision` is the revision of the claim whose processing found it, so it exists
     for a packet exactly when the worker had moved past that revision.
     """
-    if not ids:
-        return [], False
-    rows = list(tx.run(
-        "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id})-[r:CONTRADICTS]-(o:Claim {namespace: $ns}) "
-        "WHERE r.revision <= $seq "
-        "RETURN DISTINCT id, o.id AS oid, o.content AS content, o.source AS source, o.claim_key AS key, "
-        "o.vis_from AS vf, o.vis_to AS vt, r.score AS score, r.method AS method, r.revision AS rrev",
-        ids=ids, ns=ns, seq=seq,
-    ))
     in_packet = set(ids)
     per_item: dict[str, list[PacketContradiction]] = {}
     for r in rows:
