@@ -146,6 +146,7 @@ def end_to_end(args: argparse.Namespace, agent_pairs: Sequence[Pair]) -> dict[st
     from api.runtime import Runtime
     from api.worker import BackgroundWorker, WorkerConfig
     from graph import projections as proj
+    from graph.contradiction_queries import contradictions_after
 
     rng = random.Random(args.seed)
     positives = [p for p in agent_pairs if p.contradiction]
@@ -219,8 +220,8 @@ def end_to_end(args: argparse.Namespace, agent_pairs: Sequence[Pair]) -> dict[st
                                          max_pairs_per_claim=policy.contradiction.max_pairs_per_claim)
             return any({c.newer_id, c.older_id} == {newer_id, older_id} for c in cands)
 
-        edges = {frozenset({e["newer_id"], e["older_id"]}) for e in
-                 proj.contradiction_edges(rt.driver, namespace, limit=100_000)}
+        edges = {frozenset({e.claim.id, e.other.id}) for e in
+                 contradictions_after(rt.driver, namespace, -1, 100_000)}
         outcome: dict[str, dict[str, int]] = {}
         misses: list[dict[str, Any]] = []
         for label, group in (("planted", planted), ("decoys", decoys)):

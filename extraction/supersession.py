@@ -50,7 +50,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from extraction.contradiction.heuristic import HeuristicDetector, Parsed, Value, parse
+from extraction.contradiction.heuristic import HeuristicDetector, Parsed, Value, parse, side_of_pivot
 from extraction.entities.normalize import canonical, is_value, tokens, word_list
 
 # The heuristic's signals that describe "the same thing now has another value or state". Every
@@ -156,16 +156,6 @@ def _analyse(text: str) -> _Text:
     return _Text(parsed, joined, frozenset(marks))
 
 
-def _side(p: Parsed, word: str) -> str:
-    """'value' when the word comes after the pivot verb ("is", "runs", "writes" …), else 'subject'/'?'."""
-    if p.pivot is None:
-        return "?"
-    idx = next((i for i, t in enumerate(p.tokens) if t == word), None)
-    if idx is None:
-        return "?"
-    return "subject" if idx < p.pivot else "value"
-
-
 def _core_entities(own: frozenset[str], union: Iterable[str]) -> set[str]:
     """Each entity name reduced to the shortest other mentioned entity it contains as a token run."""
     pool = sorted(set(union), key=lambda e: (len(e.split()), e))
@@ -203,7 +193,8 @@ def _conflict(a: _Text, b: _Text, detector: HeuristicDetector) -> tuple[str, flo
         allowed: frozenset[str] = frozenset()
         if best.name == "identifier":
             only = set(a.parsed.content) ^ set(b.parsed.content)
-            allowed = frozenset(w for w in only if _side(a.parsed, w) == "value" or _side(b.parsed, w) == "value")
+            allowed = frozenset(w for w in only
+                                if "value" in (side_of_pivot(a.parsed, w), side_of_pivot(b.parsed, w)))
         return best.name, min(1.0, best.strength), best.detail, allowed
     # Paraphrase path: typed values of identical kinds, at least one kind incompatible.
     values_a, values_b = _counted(a.parsed, b.parsed), _counted(b.parsed, a.parsed)

@@ -48,21 +48,30 @@ def _same_or_conflict(existing: Policy, policy: Policy) -> Policy:
 
 
 def _load(driver: Driver, namespace: str, version: str, database: str | None) -> Policy | None:
+    stored = _stored(driver, namespace, version, database)
+    return None if stored is None else stored[0]
+
+
+def _stored(driver: Driver, namespace: str, version: str, database: str | None) -> tuple[Policy, str] | None:
+    """The registered policy and the content hash stored with it (what recall re-checks)."""
     records, _, _ = driver.execute_query(
-        "MATCH (p:Policy {namespace: $ns, version: $v}) RETURN p.content_json AS j",
+        "MATCH (p:Policy {namespace: $ns, version: $v}) RETURN p.content_json AS j, p.content_hash AS h",
         ns=namespace, v=version, database_=database, routing_="r",
     )
-    return Policy.model_validate_json(records[0]["j"]) if records else None
+    return (Policy.model_validate_json(records[0]["j"]), str(records[0]["h"])) if records else None
 
 
 def get_policy(driver: Driver, namespace: str, version: str | None, database: str | None = None) -> Policy:
-    """The default version exists everywhere; any other must have been registered."""
-    wanted = version or DEFAULT_POLICY.version
-    found = _load(driver, namespace, wanted, database)
-    if found is not None:
-        return found
+    """The default version exists everywhere; any other must have been registered. Uncached."""
+    return _lookup(driver, namespace, version or DEFAULT_POLICY.version, database)[0]
+
+
+def _lookup(driver: Driver, namespace: str, wanted: str, database: str | None) -> tuple[Policy, str | None]:
+    stored = _stored(driver, namespace, wanted, database)
+    if stored is not None:
+        return stored
     if wanted == DEFAULT_POLICY.version:
-        return DEFAULT_POLICY
+        return DEFAULT_POLICY, None
     raise NotFoundError(f"unknown policy version {wanted!r} in namespace {namespace!r}", field="policy_version")
 
 
@@ -83,16 +92,7 @@ def resolve_policy(driver: Driver, namespace: str, version: str | None,
         hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    records, _, _ = driver.execute_query(
-        "MATCH (p:Policy {namespace: $ns, version: $v}) RETURN p.content_json AS j, p.content_hash AS h",
-        ns=namespace, v=wanted, database_=database, routing_="r",
-    )
-    if records:
-        found: tuple[Policy, str | None] = (Policy.model_validate_json(records[0]["j"]), records[0]["h"])
-    elif wanted == DEFAULT_POLICY.version:
-        found = (DEFAULT_POLICY, None)
-    else:
-        raise NotFoundError(f"unknown policy version {wanted!r} in namespace {namespace!r}", field="policy_version")
+    found = _lookup(driver, namespace, wanted, database)
     with _CACHE_LOCK:
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()

@@ -354,21 +354,8 @@ def _advance(tx: ManagedTransaction, ns: str, to_seq: int) -> None:
 
 
 # ------------------------------------------------------------------------------------ reads
-def contradiction_edges(driver: Driver, namespace: str, *, since_revision: int = 0, limit: int = 1000,
-                        database: str | None = None) -> list[dict[str, Any]]:
-    """Every CONTRADICTS edge of a namespace found at or after `since_revision`, oldest first."""
-    records, _, _ = driver.execute_query(
-        "MATCH (a:Claim {namespace: $ns})-[r:CONTRADICTS]->(b:Claim {namespace: $ns}) WHERE r.revision >= $since "
-        "RETURN a.id AS newer_id, a.content AS newer, b.id AS older_id, b.content AS older, r.method AS method, "
-        "r.score AS score, r.revision AS revision, r.reason AS reason, r.detected_at AS detected_at "
-        "ORDER BY revision, newer_id, older_id, method LIMIT $limit",
-        ns=namespace, since=since_revision, limit=limit, database_=database, routing_="r",
-    )
-    return [dict(r) | {"detected_at": _dt(r["detected_at"])} for r in records]
-
-
 __all__ = [
     "Batch", "CandidatePair", "CommitResult", "EdgeWrite", "StaleBatchError", "Subject", "candidate_pairs",
-    "commit_batch", "contradiction_edges", "cosine_from_index", "index_score", "pending_namespaces",
+    "commit_batch", "cosine_from_index", "index_score", "pending_namespaces",
     "projections_state", "read_batch",
 ]

@@ -376,9 +376,9 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
     if policy.graph_expansion == "ppr" and policy.graph_weight > 0:
         graph_scores = _graph_candidates(tx, req, pool, seq, revision, reference, need)
     lenders = _successors(versions, pool, revision, reference)
-    similarity = {r["id"]: round(float(r["sim"]), 6) for r in versions if r.get("sim") is not None}
-    missing = sorted(set(pool.rows) - set(similarity))  # claims only PPR reached
-    similarity.update(_similarities(tx, missing, req.vector))
+    # Every row carries its exact cosine, PPR's additions included; six decimals, because the same
+    # text embedded in different batches differs around 1e-7 and that noise must not decide ranks.
+    similarity = {r["id"]: round(float(r["sim"]), 6) for r in [*versions, *pool.rows.values()]}
     items, ranked_total = _rank(pool.rows.values(), similarity, req.query, policy, reference, lenders, graph_scores,
                                 limit=req.k)
     item_ids = [it.id for it in items]
@@ -437,15 +437,11 @@ def _graph_candidates(tx: ManagedTransaction, req: RecallRequest, pool: _Pool, s
     if missing:
         for record in tx.run(
             f"UNWIND $ids AS id MATCH (node:Claim {{namespace: $ns, id: id}}) WHERE node.revision <= $rev "
-            f"RETURN {_FIELDS} AS row ORDER BY node.id",
-            ids=missing, ns=req.namespace, rev=revision,
+            f"RETURN {_FIELDS_SIM} AS row ORDER BY node.id",
+            ids=missing, ns=req.namespace, rev=revision, vector=req.vector,
         ):
             row = dict(record["row"])
-            reason = hidden_reason(
-                recorded_revision=row["revision"], vis_from=row["vis_from"], vis_to=row["vis_to"],
-                retracted_at_revision=row["retracted_at_revision"], valid_from=_dt(row["valid_from"]),
-                valid_to=_dt(row["valid_to"]), revision=revision, valid_at=reference,
-            )
+            reason = _reason(row, revision, reference)
             if reason is None:
                 pool.rows.setdefault(row["id"], row)
             else:
@@ -487,18 +483,6 @@ def _successors(versions: list[dict[str, Any]], pool: _Pool, revision: int,
         pool.rows.setdefault(successor["id"], successor)
         lenders[successor["id"]] = [earlier[key][i] for i in sorted(earlier[key])]
     return lenders
-
-
-def _similarities(tx: ManagedTransaction, ids: list[str], vector: list[float]) -> dict[str, float]:
-    if not ids:
-        return {}
-    rows = tx.run(
-        "UNWIND $ids AS id MATCH (c:Claim {id: id}) RETURN id, vector.similarity.cosine(c.embedding, $v) AS s",
-        ids=ids, v=vector,
-    )
-    # Six decimals: the same text embedded in different batches differs around 1e-7, and that
-    # noise must not decide ranks.
-    return {r["id"]: round(float(r["s"]), 6) for r in rows}
 
 
 def pool_idf(candidates: list[dict[str, Any]], qterms: set[str], identifier_boost: float = 1.0) -> dict[str, float]:

@@ -54,10 +54,3 @@ def store_state(tx: ManagedTransaction, namespace: str) -> StoreState | None:
     if record is None:
         return None
     return StoreState(int(record["r"]), int(record["p"] or 0))
-
-
-def commit_time(tx: ManagedTransaction, namespace: str, revision: int) -> datetime | None:
-    record = tx.run(
-        "MATCH (c:Commit {namespace: $ns, revision: $rev}) RETURN c.at AS at", ns=namespace, rev=revision
-    ).single()
-    return None if record is None else to_py_datetime(record["at"])

@@ -349,7 +349,7 @@ def parse(text: str) -> Parsed:
     return Parsed(text, tokens, content, negations % 2 == 1, values, pivot)
 
 
-def _side_of_pivot(p: Parsed, word: str) -> str:
+def side_of_pivot(p: Parsed, word: str) -> str:
     """'subject' if the word comes before the pivot verb, 'value' after it, '?' without a pivot."""
     if p.pivot is None:
         return "?"
@@ -382,7 +382,7 @@ def _overlap(a: Parsed, b: Parsed, ignore: frozenset[str] = frozenset()) -> _Ove
     only_a, only_b = sa - sb, sb - sa
     substituted = bool(only_a) and bool(only_b)
     subject_sub = substituted and (
-        any(_side_of_pivot(a, w) == "subject" for w in only_a) or any(_side_of_pivot(b, w) == "subject" for w in only_b)
+        any(side_of_pivot(a, w) == "subject" for w in only_a) or any(side_of_pivot(b, w) == "subject" for w in only_b)
     )
     return _Overlap(0.5 * (jac + cov), substituted, subject_sub)
 
@@ -522,7 +522,7 @@ class HeuristicDetector:
         only_a, only_b = sa - sb, sb - sa
         if not only_a or not only_b or a.negated != b.negated:
             return None
-        if any(_side_of_pivot(a, w) != "value" for w in only_a) or any(_side_of_pivot(b, w) != "value" for w in only_b):
+        if any(side_of_pivot(a, w) != "value" for w in only_a) or any(side_of_pivot(b, w) != "value" for w in only_b):
             return None
         names_a, names_b = _proper_names(a.text), _proper_names(b.text)
         kinds_a = {"id" if _identifierish(w) else "name" if w in names_a else "word" for w in only_a}
