@@ -211,12 +211,49 @@ def dir_bytes(path: Path) -> int:
     return total
 
 
-def heap_used(driver: Any) -> int | None:
+SETTINGS_CYPHER = (
+    "SHOW SETTINGS YIELD name, value WHERE name IN ['server.memory.pagecache.size', 'server.memory.heap.max_size'] "
+    "RETURN name, value"
+)
+# Lucene-backed indexes live outside Neo4j's page cache (the OS file cache holds them).
+_LUCENE_INDEX_DIRS = ("vector-2.0", "fulltext-1.0")
+
+
+def neo4j_memory(driver: Any, data_dir: Path) -> dict[str, Any]:
+    """What the store costs in memory and on disk, split the way an operator sizes a server.
+
+    Neo4j Community has no page-cache metrics (no JMX beans, no metrics endpoint), so "page cache in
+    use" is what the page cache maps: the store files and native (range, token) indexes, capped by
+    its configured size. The Lucene-backed vector and full-text indexes are counted apart (the OS
+    file cache holds them), and so are transaction logs, which grow with writes, not with the store.
+    """
+    out: dict[str, Any] = {"heap_used_bytes": None, "heap_committed_bytes": None, "pagecache_configured": None}
     try:
         records, _, _ = driver.execute_query(HEAP_CYPHER)
-        return int(records[0]["attributes"]["HeapMemoryUsage"]["value"]["properties"]["used"])
-    except Exception:  # JMX procedures can be disabled; memory is then reported as unknown
-        return None
+        heap = records[0]["attributes"]["HeapMemoryUsage"]["value"]["properties"]
+        out["heap_used_bytes"], out["heap_committed_bytes"] = int(heap["used"]), int(heap["committed"])
+        records, _, _ = driver.execute_query(SETTINGS_CYPHER)
+        settings = {r["name"]: r["value"] for r in records}
+        out["pagecache_configured"] = settings.get("server.memory.pagecache.size")
+    except Exception:  # JMX or SHOW SETTINGS can be restricted; memory is then reported as unknown
+        pass
+    db_dir = data_dir / "databases" / "neo4j"
+    lucene = sum(dir_bytes(db_dir / "schema" / "index" / name) for name in _LUCENE_INDEX_DIRS)
+    store = dir_bytes(db_dir)
+    out.update({"store_bytes": store, "lucene_index_bytes": lucene, "paged_bytes": store - lucene,
+                "tx_log_bytes": dir_bytes(data_dir / "transactions")})
+    configured = _size_bytes(out["pagecache_configured"])
+    out["pagecache_in_use_bytes"] = store - lucene if configured is None else min(store - lucene, configured)
+    return out
+
+
+def _size_bytes(text: str | None) -> int | None:
+    """Neo4j prints sizes as "512.00MiB"."""
+    units = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "B": 1}
+    for unit, factor in units.items():
+        if text and text.endswith(unit):
+            return int(float(text[: -len(unit)]) * factor)
+    return None
 
 
 def measure_ingest(mem: Any, embedder: Any, rows: list[dict[str, Any]], batch: int) -> dict[str, Any]:
@@ -372,13 +409,15 @@ def markdown(result: dict[str, Any]) -> str:
             s = r[key]
             lines.append(f"| {point['recall_store_claims']:,} | {label} | {s['p50']:.2f} | {s['p95']:.2f} | "
                          f"{s['p99']:.2f} | {r['load_before'][0]}→{r['load_after'][0]} |")
-    lines += ["", "| store size | Neo4j heap used MB | data dir MB | data dir growth MB per 100k claims |",
-              "|---|---|---|---|"]
+    lines += ["", "| store size | heap used MB | page cache in use MB (configured) | store MB (Lucene indexes) "
+              "| growth MB per 100k claims: paged / Lucene / tx logs |", "|---|---|---|---|---|"]
     for point in result["points"]:
         mem = point["memory"]
         heap = "n/a" if mem["heap_used_bytes"] is None else f"{mem['heap_used_bytes'] / 2**20:.0f}"
-        lines.append(f"| {point['recall_store_claims']:,} | {heap} | {mem['data_dir_bytes'] / 2**20:.0f} | "
-                     f"{mem['data_dir_mb_per_100k_claims']} |")
+        lines.append(f"| {point['recall_store_claims']:,} | {heap} | {mem['pagecache_in_use_bytes'] / 2**20:.0f} "
+                     f"({mem['pagecache_configured']}) | {mem['store_bytes'] / 2**20:.0f} "
+                     f"({mem['lucene_index_bytes'] / 2**20:.0f}) | {mem['paged_mb_per_100k_claims']} / "
+                     f"{mem['lucene_index_mb_per_100k_claims']} / {mem['tx_log_mb_per_100k_claims']} |")
     if "ratios" in result:
         lines += ["", "scaling " + ", ".join(f"{k}: {v}" for k, v in result["ratios"].items())]
     return "\n".join(lines)
@@ -485,13 +524,13 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     if args.fill == "synthetic":
         pool_rows = build_corpus(2000, args.seed + 1)
         synthetic = SyntheticVectors(embedder.embed([r["content"] for r in pool_rows]), args.seed)
-    start_bytes = dir_bytes(args.data_dir)
+    start_memory = neo4j_memory(rt.driver, args.data_dir)
     result: dict[str, Any] = {
         "benchmark": "scale", "namespace": ns, "seed": args.seed, "sizes": args.sizes,
         "torch_threads": args.torch_threads or "default", "fill": args.fill, "policy": DEFAULT_POLICY.version,
         "k": DEFAULT_POLICY.k, "graph_expansion": "not measured (PPR is being built separately)",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-        "data_dir_bytes_at_start": start_bytes, "fills": [], "points": [],
+        "memory_at_start": start_memory, "fills": [], "points": [],
     }
     written = 0
     profiler: Any = None
@@ -534,11 +573,13 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
             r = point["recall"]
             print(f"  recall @ {written:,}: p50 {r['recall']['p50']:.1f} ms (floor {r['floor_k']['p50']:.1f} ms, "
                   f"embedding {r['embed']['p50']:.1f} ms), load {r['load_after']}", flush=True)
-            data = dir_bytes(args.data_dir)
-            point["memory"] = {
-                "heap_used_bytes": heap_used(rt.driver), "data_dir_bytes": data,
-                "data_dir_mb_per_100k_claims": round((data - start_bytes) / 2**20 / written * 100_000, 1),
-            }
+            memory = neo4j_memory(rt.driver, args.data_dir)
+            # Growth since the run started: files only grow once space freed by dropped namespaces is reused,
+            # so this is a lower bound on a fresh store's cost per claim.
+            for part in ("store_bytes", "paged_bytes", "lucene_index_bytes", "tx_log_bytes"):
+                grown = memory[part] - start_memory[part]
+                memory[part.replace("_bytes", "_mb_per_100k_claims")] = round(grown / 2**20 / written * 100_000, 1)
+            point["memory"] = memory
             result["points"].append(point)
         if len(result["points"]) >= 2:
             lo, hi = result["points"][0], result["points"][-1]

@@ -69,7 +69,10 @@ _FIELDS = (
 )
 
 
-_COMPOUND_RE = re.compile(r"[A-Za-z0-9]+(?:[-_/.\u2013\u2014][A-Za-z0-9]+)+")
+# Possessive quantifiers and the look-behind keep these linear: a name can only start where a word
+# starts, and a failed match never backtracks into the word (tokenising was a third of a recall).
+_COMPOUND_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]++(?:[-_/.\u2013\u2014][A-Za-z0-9]++)+")
+_CODE_RE = re.compile(r"(?<![a-z0-9])[a-z]++[0-9][a-z0-9]*+")
 _PART_RE = re.compile(r"[-_/.\u2013\u2014\s]+")
 _HEAD_RE = re.compile(r"[ \t]+([a-z0-9]+)")
 _NAME_RE = re.compile(r"\b[A-Z][a-z0-9]+(?:\s+[A-Z][a-z0-9]+)+")
@@ -81,8 +84,6 @@ def _fold(tok: str) -> str:
     return tok
 
 
-
-
 def terms(text: str) -> list[str]:
     """Lower-cased content words with a light plural fold, plus identifier terms.
 
@@ -90,32 +91,35 @@ def terms(text: str) -> list[str]:
     multi-word names (`Ravi Alvarez`) — are kept whole as extra terms: they name *which* thing
     a claim is about, and sharing one is much stronger evidence than sharing its parts.
     """
-    tokens = _TOKEN_RE.findall(text.lower())
-    words = [_fold(tok) for tok in tokens if tok not in STOPWORDS]
-    names, phrases = _identifier_terms(text, tokens)
+    lowered = text.lower()
+    words = [_fold(tok) for tok in _TOKEN_RE.findall(lowered) if tok not in STOPWORDS]
+    names, phrases = _identifier_terms(text, lowered)
     return words + names + phrases
 
 
 @functools.lru_cache(maxsize=65536)
+def _analysed(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    lowered = text.lower()
+    words = [_fold(tok) for tok in _TOKEN_RE.findall(lowered) if tok not in STOPWORDS]
+    names, phrases = _identifier_terms(text, lowered)
+    return frozenset(words + names + phrases), frozenset(names)
+
+
 def term_set(text: str) -> frozenset[str]:
     """`terms` as a set, memoised: a recall scores a few hundred texts several ways, and popular
     claims come back recall after recall; the function is pure, so caching changes nothing."""
-    return frozenset(terms(text))
+    return _analysed(text)[0]
 
 
-@functools.lru_cache(maxsize=65536)
 def identifiers(text: str) -> frozenset[str]:
     """The names a text is about (identifier terms, without their head-word phrases)."""
-    return frozenset(_identifier_terms(text)[0])
+    return _analysed(text)[1]
 
 
-def _identifier_terms(text: str, tokens: list[str] | None = None) -> tuple[list[str], list[str]]:
-    if tokens is None:
-        tokens = _TOKEN_RE.findall(text.lower())
+def _identifier_terms(text: str, lowered: str) -> tuple[list[str], list[str]]:
     # Codes that start with a letter and carry a digit (q3, v2, db7) name one thing: "q3" is not
     # "q2". Values with units (300ms, 5mg) and ordinals (99th) start with the digit and are not codes.
-    # (Tokens are [a-z0-9]+, so "not all letters" means "has a digit".)
-    names = ["~" + tok for tok in tokens if tok[0].isalpha() and not tok.isalpha()]
+    names = ["~" + code for code in _CODE_RE.findall(lowered)]
     phrases: list[str] = []
     for m in _COMPOUND_RE.finditer(text):
         anchor = m.group(0).lower()
@@ -198,8 +202,8 @@ class _Pool:
     rows: dict[str, dict[str, Any]]
     hidden: dict[str, str]
     exhausted: bool
-    superseded: dict[str, dict[str, Any]] = field(default_factory=dict)
-    inferred: set[str] = field(default_factory=set)  # hidden as superseded by an inferred supersession
+    superseded: dict[str, dict[str, Any]] = field(default_factory=dict)  # hidden as superseded at R
+    inferred: set[str] = field(default_factory=set)  # of those, hidden by an inferred supersession
 
 
 def _take(rows: list[dict[str, Any]], raw: int, fetch: int, need: int, revision: int,
@@ -226,9 +230,7 @@ def _take(rows: list[dict[str, Any]], raw: int, fetch: int, need: int, revision:
             pool.rows.setdefault(row["id"], row)
         else:
             pool.hidden.setdefault(row["id"], reason)
-            if reason == "superseded" and row.get("inferred"):
-                pool.inferred.add(row["id"])
-            if reason == "superseded" and row["claim_key"] is not None:
+            if reason == "superseded":
                 pool.superseded.setdefault(row["id"], row)
     return False
 
@@ -253,16 +255,17 @@ def _dt(value: Any) -> datetime | None:
 
 
 _FIELDS_SIM = _FIELDS[:-1] + ", sim: vector.similarity.cosine(node.embedding, $vector)}"
-# Index rows also say whether an inferred supersession (the worker's judgement, not a claim_key)
-# was in force at R, so the packet can count what inference hid.
-_FIELDS_SCORED = _FIELDS_SIM[:-1] + (
-    ", score: score, inferred: EXISTS { MATCH (node)<-[s:SUPERSEDES]-(:Claim) WHERE s.reason = 'inferred' "
-    "AND s.revision <= rev AND (s.undone_at_revision IS NULL OR s.undone_at_revision > rev) }}"
+# What cutting an index answer needs: visibility and the words. The rest of a row (source, metadata,
+# exact cosine) is fetched for the few rows the cut admits — an index answer is several times wider
+# than what survives it, and reading those properties was half the cost of a recall at 100k claims.
+_FIELDS_CUT = (
+    "{id: node.id, content: node.content, claim_key: node.claim_key, revision: node.revision, "
+    "valid_from: toString(node.valid_from), valid_to: toString(node.valid_to), vis_from: node.vis_from, "
+    "vis_to: node.vis_to, retracted_at_revision: node.retracted_at_revision, score: score}"
 )
 
-# One round trip brings everything ranking needs: the store's state, the reference time, both
-# index answers (each cut to the namespace and revision, each row with its exact similarity),
-# every other version of the keys those rows belong to, and the stored hash of the policy.
+# Round trip 1: the store's state, the reference time, the stored hash of the policy, and both index
+# answers, each cut to the namespace and revision.
 _STATE_CYPHER = (
     "MATCH (s:Store {namespace: $ns}) "
     "WITH s, CASE WHEN $as_of IS NULL THEN s.revision ELSE $as_of END AS rev "
@@ -273,31 +276,38 @@ _STATE_CYPHER = (
 _VECTOR_PART = (
     "CALL (rev) { CALL db.index.vector.queryNodes('claim_embedding', $vfetch, $vector) YIELD node, score "
     "RETURN count(*) AS vraw, collect(CASE WHEN node.namespace = $ns AND node.revision <= rev "
-    f"THEN {_FIELDS_SCORED} END) AS vrows }} "
+    f"THEN {_FIELDS_CUT} END) AS vrows }} "
 )
 _TEXT_PART = (
     "CALL (rev) { CALL db.index.fulltext.queryNodes('claim_content', $lucene, {limit: $tfetch}) YIELD node, score "
     "RETURN count(*) AS traw, collect(CASE WHEN node.namespace = $ns AND node.revision <= rev "
-    f"THEN {_FIELDS_SCORED} END) AS trows }} "
-)
-_VERSIONS_PART = (
-    "CALL (rev, vrows, trows) { "
-    "WITH [r IN vrows + trows | r.id] AS seen, [r IN vrows + trows WHERE r.claim_key IS NOT NULL | r.claim_key] AS ks "
-    "UNWIND ks AS k WITH DISTINCT k, seen "
-    "CALL (k, rev) { MATCH (node:Claim {namespace: $ns, claim_key: k}) WHERE node.revision <= rev "
-    "RETURN node ORDER BY node.revision DESC, node.id LIMIT $versions_per_key } "
-    "WITH node, seen WHERE NOT node.id IN seen "
-    f"RETURN collect({_FIELDS_SIM}) AS versions }} "
-    "RETURN s.revision AS revision, s.projections_seq AS seq, rev, at, policy_hash, has_facts, vraw, vrows, traw, "
-    "trows, versions"
+    f"THEN {_FIELDS_CUT} END) AS trows }} "
 )
 _CANDIDATE_QUERIES = {
     (vector, text): _STATE_CYPHER
     + (_VECTOR_PART if vector else "WITH *, 0 AS vraw, [] AS vrows ")
     + (_TEXT_PART if text else "WITH *, 0 AS traw, [] AS trows ")
-    + _VERSIONS_PART
+    + "RETURN s.revision AS revision, s.projections_seq AS seq, rev, at, policy_hash, has_facts, vraw, vrows, traw, "
+      "trows"
     for vector in (True, False) for text in (True, False)
 }
+
+# Round trip 2, for what the cuts admitted: full rows with exact cosines (whichever index found
+# them), the latest versions of their claim_keys, and which hidden rows an *inferred* supersession
+# (the worker's judgement, not a claim_key) hid at R — the packet counts what inference hid.
+_ADMITTED_CYPHER = (
+    "CALL () { UNWIND $ids AS id MATCH (node:Claim {namespace: $ns, id: id}) "
+    f"RETURN collect({_FIELDS_SIM}) AS rows }} "
+    "CALL () { UNWIND $keys AS k "
+    "CALL (k) { MATCH (node:Claim {namespace: $ns, claim_key: k}) WHERE node.revision <= $rev "
+    "RETURN node ORDER BY node.revision DESC, node.id LIMIT $versions_per_key } "
+    "WITH node WHERE NOT node.id IN $ids "
+    f"RETURN collect({_FIELDS_SIM}) AS versions }} "
+    "CALL () { UNWIND $superseded AS id MATCH (node:Claim {namespace: $ns, id: id}) "
+    "WHERE EXISTS { MATCH (node)<-[s:SUPERSEDES]-(:Claim) WHERE s.reason = 'inferred' AND s.revision <= $rev "
+    "AND (s.undone_at_revision IS NULL OR s.undone_at_revision > $rev) } RETURN collect(id) AS inferred } "
+    "RETURN rows, versions, inferred"
+)
 
 
 # The text list is cut on lexical share, not BM25; it is fetched this wide so that BM25's drift
@@ -321,7 +331,7 @@ def _fetch(tx: ManagedTransaction, req: RecallRequest, vfetch: int, tfetch: int,
     record = tx.run(
         _CANDIDATE_QUERIES[(vfetch > 0, tfetch > 0)],
         ns=req.namespace, as_of=req.as_of_revision, policy_version=req.policy.version,
-        vector=req.vector, vfetch=vfetch, lucene=lucene, tfetch=tfetch, versions_per_key=VERSIONS_PER_KEY,
+        vector=req.vector, vfetch=vfetch, lucene=lucene, tfetch=tfetch,
     ).single()
     if record is None:
         raise NotFoundError(f"unknown namespace {req.namespace!r}: nothing was ever written there",
@@ -368,7 +378,7 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
         vfetch = min(vfetch * 4, MAX_CANDIDATES) if grow_v else vfetch
         tfetch = min(tfetch * 4, MAX_CANDIDATES) if grow_t else tfetch
     state_seq = int(got["seq"] or 0)
-    versions = [*got["vrows"], *got["trows"], *got["versions"]]
+    versions = _admit(tx, req, pool, revision)
     seq = min(state_seq, revision)
     if req.projections_seq is not None:
         seq = min(seq, req.projections_seq)
@@ -406,6 +416,24 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
         hidden=hidden, served_at=iso(now_utc()) or "", fingerprint="",
     )
     return packet.model_copy(update={"fingerprint": packet.compute_fingerprint()})
+
+
+def _admit(tx: ManagedTransaction, req: RecallRequest, pool: _Pool, revision: int) -> list[dict[str, Any]]:
+    """Replace the admitted cut rows by full rows; return them with every version of their keys."""
+    ids = sorted({*pool.rows, *pool.superseded})
+    keys = sorted({r["claim_key"] for r in (*pool.rows.values(), *pool.superseded.values())
+                   if r["claim_key"] is not None})
+    record = tx.run(
+        _ADMITTED_CYPHER, ns=req.namespace, ids=ids, keys=keys, rev=revision, vector=req.vector,
+        versions_per_key=VERSIONS_PER_KEY, superseded=sorted(pool.superseded),
+    ).single()
+    assert record is not None  # UNWIND … collect() always returns one row
+    full = {row["id"]: row for row in record["rows"]}
+    # Claims are immutable while their namespace lives; one can only vanish with it (a concurrent drop).
+    pool.rows = {cid: full[cid] for cid in pool.rows if cid in full}
+    pool.superseded = {cid: full[cid] for cid in pool.superseded if cid in full}
+    pool.inferred = set(record["inferred"])
+    return [*full.values(), *record["versions"]]
 
 
 def _graph_candidates(tx: ManagedTransaction, req: RecallRequest, pool: _Pool, seq: int, revision: int,
