@@ -293,17 +293,22 @@ def measure_ingest(mem: Any, embedder: Any, rows: list[dict[str, Any]], batch: i
 
 
 def measure_recall(mem: Any, embedder: Any, driver: Any, queries: list[str], as_of: int, floor_k: int,
-                   fetch_k: int) -> dict[str, Any]:
+                   fetch_k: int, graph_policy: str | None = None) -> dict[str, Any]:
     """Per query, in rotating order: plain vector floor (k and the fetch size recall's vector step uses),
-    recall beyond embedding, as-of recall beyond embedding; plus the query embedding on its own."""
+    recall beyond embedding, as-of recall beyond embedding, and (with `graph_policy`) recall with PPR graph
+    expansion beyond embedding; plus the query embedding on its own."""
     ns = mem.namespace
     vectors = {q: embedder.embed_query(q) for q in queries}  # warms the cache recall will hit
     for q in queries[:20]:  # warm the code paths, the page cache and the driver's connection pool
         mem.recall(q)
         mem.recall(q, as_of_revision=as_of)
+        if graph_policy:
+            mem.recall(q, policy_version=graph_policy)
         driver.execute_query(FLOOR_CYPHER, k=floor_k, vec=vectors[q], ns=ns)
     times: dict[str, list[float]] = {"embed": [], "recall": [], "as_of": [], "floor_k": [], "floor_fetch": []}
     hits = {"recall": 0, "floor_k": 0}
+    if graph_policy:
+        times["graph"] = []
 
     def floor(k: int) -> Callable[[str], int]:
         def run(q: str) -> int:
@@ -316,6 +321,8 @@ def measure_recall(mem: Any, embedder: Any, driver: Any, queries: list[str], as_
         ("recall", lambda q: len(mem.recall(q).items)),
         ("as_of", lambda q: len(mem.recall(q, as_of_revision=as_of).items)),
     ]
+    if graph_policy:
+        steps.append(("graph", lambda q: len(mem.recall(q, policy_version=graph_policy).items)))
     before = load()
     for i, q in enumerate(queries):
         t = time.perf_counter()
@@ -364,6 +371,34 @@ class SyntheticVectors:
         return [[float(x) for x in row] for row in vecs.astype(np.float32)]
 
 
+# Graph expansion as benchmarks/multihop.py measured it best: PPR seeded from the query's entities.
+GRAPH_POLICY: dict[str, Any] = {"version": "scale-ppr", "graph_expansion": "ppr"}
+
+
+def project_entities(rt: Any, ns: str) -> dict[str, Any]:
+    """Run the projection worker's entity job until it has caught up with the store (contradiction
+    detectors off, exact-name entity merging, as benchmarks/multihop.py does): graph expansion needs the
+    MENTIONS graph, and how long building it takes at each size is worth knowing too."""
+    from api.worker import ProjectionWorker, WorkerConfig
+
+    worker = ProjectionWorker(rt, WorkerConfig(batch_claims=MAX_BATCH, entity_embeddings=False, pagerank=False),
+                              detectors=[])
+    before = load()
+    started = time.perf_counter()
+    claims = entities = mentions = 0
+    while True:
+        report = worker.run_once(ns, pagerank=False)
+        claims += report.subjects
+        entities += report.entities_created
+        mentions += report.mentions_created
+        if report.caught_up or report.batches == 0:
+            break
+    seconds = time.perf_counter() - started
+    rate = round(claims / seconds, 1) if seconds else None
+    return {"claims": claims, "seconds": round(seconds, 1), "claims_per_s": rate,
+            "entities_created": entities, "mentions_created": mentions, "load_before": before, "load_after": load()}
+
+
 def fill(mem: Any, rows: list[dict[str, Any]], synthetic: SyntheticVectors | None) -> dict[str, Any]:
     """Grow the store at the largest batch through the real write transaction (`store.write_claims`);
     timed too, though with synthetic vectors the number is the write path alone, not ingest."""
@@ -401,11 +436,14 @@ def markdown(result: dict[str, Any]) -> str:
                          f"{m['load_after'][0]} |")
     lines += ["", "| store size | path | p50 ms | p95 ms | p99 ms | load before→after |", "|---|---|---|---|---|---|"]
     labels = {"embed": "query embedding alone (uncached)", "recall": "recall beyond embedding (default policy)",
-              "as_of": "as-of recall beyond embedding", "floor_k": "plain vector top-k (floor)",
+              "as_of": "as-of recall beyond embedding", "graph": "recall with graph expansion (PPR) beyond embedding",
+              "floor_k": "plain vector top-k (floor)",
               "floor_fetch": "plain vector top-fetch (recall's fetch size)"}
     for point in result["points"]:
         r = point["recall"]
         for key, label in labels.items():
+            if key not in r:
+                continue
             s = r[key]
             lines.append(f"| {point['recall_store_claims']:,} | {label} | {s['p50']:.2f} | {s['p95']:.2f} | "
                          f"{s['p99']:.2f} | {r['load_before'][0]}→{r['load_after'][0]} |")
@@ -435,7 +473,10 @@ def plot(result: dict[str, Any], path: Path) -> bool:
     sizes = [p["recall_store_claims"] for p in points]
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     for key, label in (("recall", "recall − embedding"), ("as_of", "as-of recall − embedding"),
+                       ("graph", "recall with PPR − embedding"),
                        ("floor_k", "plain vector top-k"), ("embed", "query embedding")):
+        if any(key not in p["recall"] for p in points):
+            continue
         left.plot(sizes, [p["recall"][key]["p50"] for p in points], marker="o", label=f"{label} p50")
         left.plot(sizes, [p["recall"][key]["p99"] for p in points], marker="x", linestyle="--",
                   label=f"{label} p99")
@@ -486,6 +527,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--namespace", default=None)
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="Neo4j data dir, for its size")
     ap.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS_DIR)
+    ap.add_argument("--no-graph", action="store_true",
+                    help="skip the entity projection and the graph-expansion (PPR) recall measurement")
     ap.add_argument("--keep", action="store_true", help="keep the namespace (for profiling or a later run)")
     ap.add_argument("--profile", choices=("none", "ingest", "recall"), default="none",
                     help="run pyinstrument around the last point's ingest or recall and save the HTML report")
@@ -528,7 +571,8 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     result: dict[str, Any] = {
         "benchmark": "scale", "namespace": ns, "seed": args.seed, "sizes": args.sizes,
         "torch_threads": args.torch_threads or "default", "fill": args.fill, "policy": DEFAULT_POLICY.version,
-        "k": DEFAULT_POLICY.k, "graph_expansion": "not measured (PPR is being built separately)",
+        "k": DEFAULT_POLICY.k,
+        "graph_expansion": "not measured (--no-graph)" if args.no_graph else {"policy": GRAPH_POLICY},
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "memory_at_start": start_memory, "fills": [], "points": [],
     }
@@ -561,13 +605,18 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
                       flush=True)
             if profile_here and args.profile == "ingest":
                 profiler.stop()
+            if not args.no_graph:
+                point["projection"] = project_entities(rt, ns)
+                mem.register_policy(GRAPH_POLICY)
+                print(f"  entity projection caught up: {point['projection']}", flush=True)
             revision = mem.stats().revision
             point["recall_store_claims"] = written
             point["store_revision"] = revision
             if profile_here and args.profile == "recall":
                 profiler.start()
             point["recall"] = measure_recall(mem, embedder, rt.driver, queries, max(1, revision // 2),
-                                             DEFAULT_POLICY.k, fetch_k)
+                                             DEFAULT_POLICY.k, fetch_k,
+                                             None if args.no_graph else str(GRAPH_POLICY["version"]))
             if profile_here and args.profile == "recall":
                 profiler.stop()
             r = point["recall"]

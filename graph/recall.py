@@ -143,6 +143,7 @@ def _is_name(compound: str) -> bool:
     return sum(p[0].isupper() for p in parts) >= 2 or any(c.isdigit() for c in compound)
 
 
+@functools.lru_cache(maxsize=65536)
 def _stems(term: str) -> tuple[str, ...]:
     # Truncated parts, so inflections of one name ("auto-renewal", "auto-renews") stay one name.
     return tuple(p[:5] for p in _PART_RE.split(term[1:]) if p)
@@ -452,7 +453,8 @@ def _graph_candidates(tx: ManagedTransaction, req: RecallRequest, pool: _Pool, s
     top = sorted(pool.rows, key=lambda cid: (-similarity.get(cid, 0.0), cid))[: policy.ppr_seed_candidates]
     query_ids, by_claim = gds.linked_entities(tx, req.namespace, seq, req.query_phrases, top)
     candidate_ids = sorted({e for ids in by_claim.values() for e in ids})
-    df = gds.entity_specificity(tx, req.namespace, seq, sorted(set(query_ids) | set(candidate_ids)))
+    df = gds.entity_specificity(tx, req.namespace, seq, sorted(set(query_ids) | set(candidate_ids)),
+                                policy.ppr_max_degree)
     named = set(query_ids)
     ordered = sorted(df, key=lambda e: (e not in named, df[e], e))
     seeds = [e for e in ordered if df[e] > 0][: policy.ppr_seeds]
@@ -460,7 +462,8 @@ def _graph_candidates(tx: ManagedTransaction, req: RecallRequest, pool: _Pool, s
         return {}
     name = gds.projection_name("ppr")
     req.projections.append(name)
-    scores = gds.personalized_pagerank(tx, req.namespace, seq, seeds, name, damping=policy.ppr_damping, limit=need)
+    scores = gds.personalized_pagerank(tx, req.namespace, seq, seeds, name, damping=policy.ppr_damping, limit=need,
+                                       max_degree=policy.ppr_max_degree)
     missing = sorted(set(scores) - set(pool.rows) - set(pool.hidden))
     if missing:
         for record in tx.run(

@@ -109,6 +109,8 @@ class Policy(BaseModel):
     ppr_damping: float = Field(default=0.5, gt=0, lt=1)
     ppr_seeds: int = Field(default=3, ge=1, le=100)  # tuned on MuSiQue (benchmarks/multihop.py)
     ppr_seed_candidates: int = Field(default=5, ge=0, le=100)
+    # Bridge entities mentioned by more claims than this do not expand PPR's neighbourhood (hubs).
+    ppr_max_degree: int = Field(default=100, ge=1, le=100_000)
     # Ranks 1..ppr_protect_top come from the fusion without the graph list; PPR only reorders and
     # fills the ranks below, so bridge passages join without displacing direct hits (tuned on
     # MuSiQue: 2). Packets under PPR are ordered by (protected tier, score, revision, id).

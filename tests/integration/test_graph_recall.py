@@ -93,3 +93,35 @@ def test_entity_graph_queries(memory: Any) -> None:
     assert top[0]["canonical"] == "harrow lake"
     entity = memory.entity(lena[0]["id"])
     assert entity["mentions"] == 1
+
+
+def _mentions_graph(driver: Any, ns: str, edges: list[tuple[str, str]]) -> None:
+    """Claims and entities named by their ids, MENTIONS edges at revision 1 (the shape the entity job writes)."""
+    driver.execute_query(
+        "UNWIND $edges AS e MERGE (c:Claim {namespace: $ns, id: e[0]}) MERGE (x:Entity {namespace: $ns, id: e[1]}) "
+        "MERGE (c)-[:MENTIONS {revision: 1}]->(x)", edges=[list(e) for e in edges], ns=ns)
+
+
+def test_ppr_runs_on_the_seeds_neighbourhood_and_hubs_do_not_expand(driver: Any, namespace: str) -> None:
+    from graph import gds
+
+    # seed S -> claim c1 -> bridge B -> answer c2 -> E3 -> c3 (four hops: outside the neighbourhood).
+    # c1 also names the hub H, which 5 other claims name too.
+    edges = [("c1", "S"), ("c1", "B"), ("c1", "H"), ("c2", "B"), ("c2", "E3"), ("c3", "E3")]
+    edges += [(f"h{i}", "H") for i in range(5)]
+    _mentions_graph(driver, namespace, edges)
+
+    def ppr(max_degree: int) -> dict[str, float]:
+        name = gds.projection_name("test")
+        with driver.session() as session:
+            return session.execute_read(lambda tx: gds.personalized_pagerank(
+                tx, namespace, 1, ["S"], name, max_degree=max_degree, limit=100))
+
+    narrow = ppr(3)   # H (5 claims + c1) is a hub: keeps its edge to c1, does not expand
+    assert {"c1", "c2"} <= set(narrow)
+    assert not {f"h{i}" for i in range(5)} & set(narrow)
+    assert "c3" not in narrow
+    wide = ppr(10)    # now H is an ordinary bridge
+    assert {f"h{i}" for i in range(5)} <= set(wide)
+    assert "c3" not in wide
+    assert narrow == ppr(3)  # bit-stable
