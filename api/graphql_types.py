@@ -216,6 +216,12 @@ class PolicyInput:
     vector_weight: float | None = None
     text_weight: float | None = None
     graph_expansion: str | None = None
+    graph_weight: float | None = None
+    ppr_damping: float | None = None
+    ppr_seeds: int | None = None
+    ppr_seed_candidates: int | None = None
+    ppr_max_degree: int | None = None
+    ppr_protect_top: int | None = None
     fusion: str | None = None
     identifier_boost: float | None = None
     sibling_penalty: float | None = None

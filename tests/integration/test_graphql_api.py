@@ -128,6 +128,12 @@ def test_policies_and_replay(client: TestClient, monkeypatch: pytest.MonkeyPatch
     clash = gql(client, """mutation { registerPolicy(input: {version: "p2", k: 4}) { version } }""")
     assert codes(clash) == ["CONFLICT"]
     assert [p["version"] for p in gql(client, "{ policies { version } }")["data"]["policies"]] == ["default-v1", "p2"]
+    graph = gql(client, """mutation { registerPolicy(input: {version: "g1", graphExpansion: "ppr", graphWeight: 0.5,
+        pprSeeds: 4, pprMaxDegree: 20, pprProtectTop: 1}) { graphExpansion graphWeight pprSeeds pprMaxDegree
+        pprProtectTop } }""")["data"]["registerPolicy"]
+    assert graph == {"graphExpansion": "ppr", "graphWeight": 0.5, "pprSeeds": 4, "pprMaxDegree": 20, "pprProtectTop": 1}
+    bad = gql(client, """mutation { registerPolicy(input: {version: "g2", pprMaxDegree: 0}) { version } }""")
+    assert codes(bad) == ["BAD_INPUT"]
     gql(client, INGEST, input={"content": "Standup is at 9:30", "source": "team"})
     fp = gql(client, RECALL, q="when is standup?")["data"]["recall"]["fingerprint"]
     gql(client, INGEST, input={"content": "Retro is on Fridays", "source": "team"})
