@@ -272,15 +272,30 @@ _STATE_CYPHER = (
     "WITH s, CASE WHEN $as_of IS NULL THEN s.revision ELSE $as_of END AS rev "
     "OPTIONAL MATCH (cm:Commit {namespace: $ns, revision: rev}) "
     "OPTIONAL MATCH (p:Policy {namespace: $ns, version: $policy_version}) "
-    "WITH s, rev, cm.at AS at, p.content_hash AS policy_hash, EXISTS { MATCH (:Fact {namespace: $ns}) } AS has_facts "
+    "WITH s, rev, cm, p.content_hash AS policy_hash, EXISTS { MATCH (:Fact {namespace: $ns}) } AS has_facts, "
+    "COUNT { (:Claim) } AS indexed "
+    # The indexes are shared by every namespace, and an as-of recall can see only what existed at R:
+    # the fetch is widened by the share of index entries that can pass the filter, so that a small
+    # tenant or an old revision does not need a second, wider round trip. (Claim counts are kept on the
+    # Store and Commit nodes by every ingest; `indexed` comes from the count store.)
+    "WITH s, rev, cm.at AS at, policy_hash, has_facts, CASE WHEN NOT $adapt OR indexed = 0 THEN 1.0 "
+    "  ELSE coalesce(CASE WHEN $as_of IS NULL THEN s.claims ELSE cm.claims END, s.claims, indexed) * 1.0 / indexed "
+    "  END AS pass_rate "
+    "WITH s, rev, at, policy_hash, has_facts, "
+    "CASE WHEN pass_rate >= 1.0 THEN 1.0 WHEN pass_rate * $max_fetch < 1.0 THEN 1.0 / $max_fetch "
+    "ELSE pass_rate END AS share "
+    "WITH s, rev, at, policy_hash, has_facts, "
+    "toInteger(ceil($vfetch / share)) AS v, toInteger(ceil($tfetch / share)) AS t "
+    "WITH s, rev, at, policy_hash, has_facts, CASE WHEN v > $max_fetch THEN $max_fetch ELSE v END AS vf, "
+    "CASE WHEN t > $max_fetch THEN $max_fetch ELSE t END AS tf "
 )
 _VECTOR_PART = (
-    "CALL (rev) { CALL db.index.vector.queryNodes('claim_embedding', $vfetch, $vector) YIELD node, score "
+    "CALL (rev, vf) { CALL db.index.vector.queryNodes('claim_embedding', vf, $vector) YIELD node, score "
     "RETURN count(*) AS vraw, collect(CASE WHEN node.namespace = $ns AND node.revision <= rev "
     f"THEN {_FIELDS_CUT} END) AS vrows }} "
 )
 _TEXT_PART = (
-    "CALL (rev) { CALL db.index.fulltext.queryNodes('claim_content', $lucene, {limit: $tfetch}) YIELD node, score "
+    "CALL (rev, tf) { CALL db.index.fulltext.queryNodes('claim_content', $lucene, {limit: tf}) YIELD node, score "
     "RETURN count(*) AS traw, collect(CASE WHEN node.namespace = $ns AND node.revision <= rev "
     f"THEN {_FIELDS_CUT} END) AS trows }} "
 )
@@ -288,8 +303,8 @@ _CANDIDATE_QUERIES = {
     (vector, text): _STATE_CYPHER
     + (_VECTOR_PART if vector else "WITH *, 0 AS vraw, [] AS vrows ")
     + (_TEXT_PART if text else "WITH *, 0 AS traw, [] AS trows ")
-    + "RETURN s.revision AS revision, s.projections_seq AS seq, rev, at, policy_hash, has_facts, vraw, vrows, traw, "
-      "trows"
+    + "RETURN s.revision AS revision, s.projections_seq AS seq, rev, at, policy_hash, has_facts, vf, vraw, vrows, tf, "
+      "traw, trows"
     for vector in (True, False) for text in (True, False)
 }
 
@@ -328,11 +343,13 @@ def _round(x: float) -> float:
     return float(f"{x:.12g}")
 
 
-def _fetch(tx: ManagedTransaction, req: RecallRequest, vfetch: int, tfetch: int, lucene: str) -> dict[str, Any]:
+def _fetch(tx: ManagedTransaction, req: RecallRequest, vfetch: int, tfetch: int, lucene: str,
+           adapt: bool) -> dict[str, Any]:
+    """One index round trip; with `adapt` the fetch sizes are minimums, widened by the filter's pass rate."""
     record = tx.run(
         _CANDIDATE_QUERIES[(vfetch > 0, tfetch > 0)],
         ns=req.namespace, as_of=req.as_of_revision, policy_version=req.policy.version,
-        vector=req.vector, vfetch=vfetch, lucene=lucene, tfetch=tfetch,
+        vector=req.vector, vfetch=vfetch, lucene=lucene, tfetch=tfetch, adapt=adapt, max_fetch=MAX_CANDIDATES,
     ).single()
     if record is None:
         raise NotFoundError(f"unknown namespace {req.namespace!r}: nothing was ever written there",
@@ -356,8 +373,9 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
     def by_terms(r: dict[str, Any]) -> tuple[float, str]:
         return -round(lexical_score(qset, r["content"]), 6), r["id"]
 
+    adapt = True
     while True:
-        got = _fetch(tx, req, vfetch, tfetch, lucene)
+        got = _fetch(tx, req, vfetch, tfetch, lucene, adapt)
         state_revision = int(got["revision"])
         if req.as_of_revision is not None and not 0 <= req.as_of_revision <= state_revision:
             raise BadInputError(
@@ -369,15 +387,18 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
         revision = int(got["rev"])
         reference = req.valid_at or (None if got["at"] is None else to_py_datetime(got["at"]))
         pool = _Pool({}, {}, False)
+        vfetch, tfetch = int(got["vf"]), int(got["tf"])
         grow_v = vfetch > 0 and _take(got["vrows"], int(got["vraw"]), vfetch, need, revision, reference, pool,
                                       by_score)
         grow_t = tfetch > 0 and _take(got["trows"], int(got["traw"]), tfetch, need, revision, reference, pool,
                                       by_terms)
         if not (grow_v or grow_t):
             break
-        # Rare: filtering hid so much that a list ran short. Fetch again, wider, in one go.
+        # Rare: filtering hid more than the index share predicted (supersession, validity windows).
+        # Fetch again, wider, in one go.
         vfetch = min(vfetch * 4, MAX_CANDIDATES) if grow_v else vfetch
         tfetch = min(tfetch * 4, MAX_CANDIDATES) if grow_t else tfetch
+        adapt = False
     state_seq = int(got["seq"] or 0)
     versions = _admit(tx, req, pool, revision)
     seq = min(state_seq, revision)

@@ -242,3 +242,46 @@ def test_a_cached_policy_that_went_stale_is_reloaded(memory: Memory) -> None:
     memory.register_policy(Policy(version="cached", k=3))
     packet = memory.recall("ledger-api rate limit", policy_version="cached")
     assert packet.k == 3 and "300" in packet.items[0].content
+
+
+def test_store_and_commits_count_the_claims_they_hold(memory: Memory, driver: Any) -> None:
+    memory.ingest_many([{"content": f"fact {i}", "source": "s", "idempotency_key": f"k{i}"} for i in range(3)])
+    memory.ingest_many([{"content": "fact 0", "source": "s", "idempotency_key": "k0"},  # a replay: not a claim
+                        {"content": "fact 3", "source": "s"}])
+    records, _, _ = driver.execute_query(
+        "MATCH (s:Store {namespace: $ns}) MATCH (k:Commit {namespace: $ns}) "
+        "RETURN s.claims AS now, k.revision AS rev, k.claims AS then ORDER BY rev", ns=memory.namespace)
+    assert [(r["rev"], r["then"]) for r in records] == [(1, 3), (2, 4)]
+    assert records[0]["now"] == 4
+
+
+def test_a_small_tenant_and_an_old_revision_need_one_index_round_trip(runtime: Any, namespace: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import graph.recall as recall_module
+    from graph.maintenance import drop_namespace
+
+    small, big = Memory(runtime, namespace), Memory(runtime, namespace + "-big")
+    try:
+        big.ingest_many([{"content": f"Service number {i} of the fleet answers health checks on port {8000 + i}.",
+                          "source": "cmdb"} for i in range(400)])
+        for i in range(6):
+            small.ingest(f"Service number {i} of the fleet answers health checks on port {9000 + i}.", source="cmdb")
+        calls: list[bool] = []
+        real = recall_module._fetch
+
+        def counted(*args: Any) -> dict[str, Any]:
+            calls.append(args[-1])
+            return real(*args)
+
+        monkeypatch.setattr(recall_module, "_fetch", counted)
+        # The shared indexes hold 400 of the other tenant's near-identical claims per 6 of ours.
+        packet = small.recall("which port does service number 3 answer health checks on?", k=4)
+        assert len(packet.items) == 4 and calls == [True]
+        assert "port 9003" in packet.items[0].content
+        calls.clear()
+        old = small.recall("which port does service number 1 answer health checks on?", k=2, as_of_revision=2)
+        assert [it.content for it in old.items] == [
+            "Service number 1 of the fleet answers health checks on port 9001.",
+            "Service number 0 of the fleet answers health checks on port 9000."] and calls == [True]
+    finally:
+        drop_namespace(runtime.driver, namespace + "-big")
