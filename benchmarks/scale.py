@@ -226,8 +226,11 @@ def neo4j_memory(driver: Any, data_dir: Path) -> dict[str, Any]:
     use" is what the page cache maps: the store files and native (range, token) indexes, capped by
     its configured size. The Lucene-backed vector and full-text indexes are counted apart (the OS
     file cache holds them), and so are transaction logs, which grow with writes, not with the store.
+    Files hold what the last checkpoint flushed (every 15 minutes; Community has no procedure to force
+    one), so a point measured soon after a fill under-reads.
     """
-    out: dict[str, Any] = {"heap_used_bytes": None, "heap_committed_bytes": None, "pagecache_configured": None}
+    out: dict[str, Any] = {"heap_used_bytes": None, "heap_committed_bytes": None, "pagecache_configured": None,
+                           "files_as_of": "the last scheduled checkpoint (Community cannot force one)"}
     try:
         records, _, _ = driver.execute_query(HEAP_CYPHER)
         heap = records[0]["attributes"]["HeapMemoryUsage"]["value"]["properties"]

@@ -441,8 +441,10 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
 
 
 def _admit(tx: ManagedTransaction, req: RecallRequest, pool: _Pool, revision: int) -> list[dict[str, Any]]:
-    """Replace the admitted cut rows by full rows; return them with every version of their keys."""
-    ids = sorted({*pool.rows, *pool.superseded})
+    """Replace the admitted cut rows by full rows; return them, the hidden superseded rows that can lend
+    (those with a claim_key) and the latest versions of every key among them, each with its exact cosine."""
+    lending = {cid for cid, row in pool.superseded.items() if row["claim_key"] is not None}
+    ids = sorted({*pool.rows, *lending})
     keys = sorted({r["claim_key"] for r in (*pool.rows.values(), *pool.superseded.values())
                    if r["claim_key"] is not None})
     record = tx.run(
@@ -453,7 +455,6 @@ def _admit(tx: ManagedTransaction, req: RecallRequest, pool: _Pool, revision: in
     full = {row["id"]: row for row in record["rows"]}
     # Claims are immutable while their namespace lives; one can only vanish with it (a concurrent drop).
     pool.rows = {cid: full[cid] for cid in pool.rows if cid in full}
-    pool.superseded = {cid: full[cid] for cid in pool.superseded if cid in full}
     pool.inferred = set(record["inferred"])
     return [*full.values(), *record["versions"]]
 
