@@ -19,9 +19,9 @@ from neo4j import ManagedTransaction
 _BUMP = (
     "MERGE (s:Store {namespace: $ns}) "
     "ON CREATE SET s.revision = 0, s.projections_seq = 0, s.created_at = datetime.transaction() "
-    "SET s.revision = s.revision + 1 "
+    "SET s.revision = s.revision + 1, s.claims = coalesce(s.claims, 0) + $claims "
     "CREATE (c:Commit {namespace: $ns, revision: s.revision, at: datetime.transaction(), kind: $kind, "
-    "items: $items}) "
+    "items: $items, claims: s.claims}) "
     "RETURN s.revision AS revision, c.at AS at"
 )
 
@@ -32,8 +32,10 @@ class Revision:
     at: datetime
 
 
-def bump(tx: ManagedTransaction, namespace: str, kind: str, items: int) -> Revision:
-    record = tx.run(_BUMP, ns=namespace, kind=kind, items=items).single(strict=True)
+def bump(tx: ManagedTransaction, namespace: str, kind: str, items: int, claims: int = 0) -> Revision:
+    """`claims`: how many claims this write adds. The Store and each Commit keep the running count, so
+    recall can size its index fetches by the namespace's share of the shared indexes, now or at R."""
+    record = tx.run(_BUMP, ns=namespace, kind=kind, items=items, claims=claims).single(strict=True)
     return Revision(int(record["revision"]), to_py_datetime(record["at"]))
 
 
