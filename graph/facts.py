@@ -228,7 +228,7 @@ def write_fact_batch(tx: ManagedTransaction, namespace: str, facts: Sequence[Fac
     recorded_at: dict[str, datetime] = {}
     applied: set[tuple[str, str, str, str]] = set()
     for r in tx.run(
-        "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id}) "
+        "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id}) USING INDEX c:Claim(id) "
         "OPTIONAL MATCH (f:Fact {namespace: $ns})-[:SUPPORTED_BY]->(c) "
         "RETURN c.id AS id, c.recorded_at AS at, collect([f.subject_id, f.predicate, f.object_key]) AS done",
         ids=claim_ids, ns=namespace,
@@ -246,8 +246,10 @@ def write_fact_batch(tx: ManagedTransaction, namespace: str, facts: Sequence[Fac
             "f.stated_valid_to = row.valid_to, f.recorded_at = row.recorded_at, f.revision = row.revision, "
             "f.confidence = 0.0, f.supports = 0, f.status = 'current', f.single_valued = row.single_valued, "
             "f.created_at = datetime.transaction() "
-            "WITH f, row MATCH (s:Entity {namespace: $ns, id: row.subject_id}) MERGE (f)-[:SUBJECT]->(s) "
-            "WITH f, row MATCH (o:Entity {namespace: $ns, id: row.object_id}) MERGE (f)-[:OBJECT]->(o)",
+            "WITH f, row MATCH (s:Entity {namespace: $ns, id: row.subject_id}) USING INDEX s:Entity(id) "
+            "MERGE (f)-[:SUBJECT]->(s) "
+            "WITH f, row MATCH (o:Entity {namespace: $ns, id: row.object_id}) USING INDEX o:Entity(id) "
+            "MERGE (f)-[:OBJECT]->(o)",
             rows=plan.creates, ns=namespace,
         ).consume()
         counters["facts_created"] = summary.counters.nodes_created
@@ -255,6 +257,7 @@ def write_fact_batch(tx: ManagedTransaction, namespace: str, facts: Sequence[Fac
         summary = tx.run(
             "UNWIND $rows AS row "
             "MATCH (f:Fact {namespace: $ns, id: row.fact}), (c:Claim {namespace: $ns, id: row.claim}) "
+            "USING INDEX f:Fact(id) USING INDEX c:Claim(id) "
             "MERGE (f)-[s:SUPPORTED_BY]->(c) ON CREATE SET s.confidence = row.confidence, s.revision = row.revision",
             rows=plan.supports, ns=namespace,
         ).consume()
@@ -263,6 +266,7 @@ def write_fact_batch(tx: ManagedTransaction, namespace: str, facts: Sequence[Fac
         record = tx.run(
             "UNWIND $rows AS row "
             "MATCH (old:Fact {namespace: $ns, id: row.old}), (new:Fact {namespace: $ns, id: row.new}) "
+            "USING INDEX old:Fact(id) USING INDEX new:Fact(id) "
             "WHERE old.status = 'current' "
             "SET old.status = 'superseded', old.valid_to = row.close, old.superseded_at_revision = row.revision, "
             "old.superseded_by = new.id "
@@ -274,7 +278,7 @@ def write_fact_batch(tx: ManagedTransaction, namespace: str, facts: Sequence[Fac
     touched = sorted({s["fact"] for s in plan.supports})
     if touched:
         tx.run(
-            "UNWIND $ids AS id MATCH (f:Fact {namespace: $ns, id: id}) "
+            "UNWIND $ids AS id MATCH (f:Fact {namespace: $ns, id: id}) USING INDEX f:Fact(id) "
             "WITH f, COLLECT { MATCH (f)-[s:SUPPORTED_BY]->(:Claim {namespace: $ns}) "
             "  RETURN s.confidence ORDER BY s.confidence } AS ps "
             "SET f.confidence = round(1.0 - reduce(q = 1.0, p IN ps | q * (1.0 - p)), 9), f.supports = size(ps)",
@@ -285,6 +289,7 @@ def write_fact_batch(tx: ManagedTransaction, namespace: str, facts: Sequence[Fac
     if pairs:
         tx.run(
             "UNWIND $pairs AS p MATCH (a:Entity {namespace: $ns, id: p[0]}), (b:Entity {namespace: $ns, id: p[1]}) "
+            "USING INDEX a:Entity(id) USING INDEX b:Entity(id) "
             "WITH a, b " + RELATED_RECOUNT + "RETURN count(*) AS n",
             pairs=[list(p) for p in pairs], ns=namespace,
         ).consume()

@@ -74,7 +74,7 @@ def refresh_pagerank(driver: Driver, namespace: str, *, min_growth: float = 0.1,
 
 def _pagerank_write(tx: ManagedTransaction, namespace: str, name: str) -> None:
     tx.run(
-        "MATCH (a:Entity {namespace: $ns}) OPTIONAL MATCH (a)-[r:RELATED]->(b:Entity {namespace: $ns}) "
+        "MATCH (a:Entity {namespace: $ns}) OPTIONAL MATCH (a)-[r:RELATED]->(b:Entity) "  # RELATED stays in $ns
         "WITH gds.graph.project($name, a, b, {relationshipProperties: {weight: coalesce(r.weight, 1.0)}}, "
         "{undirectedRelationshipTypes: ['*']}) AS g RETURN g.graphName AS graph",
         ns=namespace, name=name,
@@ -86,7 +86,8 @@ def _pagerank_write(tx: ManagedTransaction, namespace: str, name: str) -> None:
         name=name,
     ))
     tx.run(
-        "UNWIND $rows AS row MATCH (e:Entity {namespace: $ns, id: row.id}) SET e.pagerank = row.score",
+        "UNWIND $rows AS row MATCH (e:Entity {namespace: $ns, id: row.id}) USING INDEX e:Entity(id) "
+        "SET e.pagerank = row.score",
         rows=[{"id": r["id"], "score": round(float(r["score"]), 9)} for r in rows], ns=namespace,
     ).consume()
     tx.run("CALL gds.graph.drop($name, false) YIELD graphName RETURN graphName", name=name).consume()
@@ -159,7 +160,7 @@ def entity_specificity(tx: ManagedTransaction, namespace: str, seq: int,
     if not entity_ids:
         return {}
     rows = tx.run(
-        "UNWIND $ids AS id MATCH (e:Entity {namespace: $ns, id: id}) "
+        "UNWIND $ids AS id MATCH (e:Entity {namespace: $ns, id: id}) USING INDEX e:Entity(id) "
         "CALL (e) { MATCH (c:Claim)-[m:MENTIONS]->(e) WHERE m.revision <= $seq WITH c LIMIT $over "
         "RETURN count(c) AS df } RETURN id, df",
         ids=sorted(set(entity_ids)), ns=namespace, seq=seq, over=cap + 1,
@@ -183,7 +184,7 @@ def linked_entities(tx: ManagedTransaction, namespace: str, seq: int, phrases: S
     if claim_ids:
         for r in tx.run(
             "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id})-[m:MENTIONS]->(e:Entity) "
-            "WHERE m.revision <= $seq RETURN id, e.id AS eid ORDER BY id, eid",
+            "USING INDEX c:Claim(id) WHERE m.revision <= $seq RETURN id, e.id AS eid ORDER BY id, eid",
             ids=list(claim_ids), ns=namespace, seq=seq,
         ):
             by_claim.setdefault(r["id"], []).append(r["eid"])

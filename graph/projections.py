@@ -334,6 +334,7 @@ def _commit(tx: ManagedTransaction, ns: str, from_seq: int, to_seq: int, rows: l
         summary = tx.run(
             "UNWIND $rows AS e "
             "MATCH (a:Claim {namespace: $ns, id: e.newer}), (b:Claim {namespace: $ns, id: e.older}) "
+            "USING INDEX a:Claim(id) USING INDEX b:Claim(id) "
             "MERGE (a)-[r:CONTRADICTS {method: e.method}]->(b) "
             "ON CREATE SET r.score = e.score, r.revision = e.revision, r.reason = e.reason, "
             "r.detected_at = datetime.transaction()",

@@ -312,14 +312,14 @@ _CANDIDATE_QUERIES = {
 # them), the latest versions of their claim_keys, and which hidden rows an *inferred* supersession
 # (the worker's judgement, not a claim_key) hid at R — the packet counts what inference hid.
 _ADMITTED_CYPHER = (
-    "CALL () { UNWIND $ids AS id MATCH (node:Claim {namespace: $ns, id: id}) "
+    "CALL () { UNWIND $ids AS id MATCH (node:Claim {namespace: $ns, id: id}) USING INDEX node:Claim(id) "
     f"RETURN collect({_FIELDS_SIM}) AS rows }} "
     "CALL () { UNWIND $keys AS k "
     "CALL (k) { MATCH (node:Claim {namespace: $ns, claim_key: k}) WHERE node.revision <= $rev "
     "RETURN node ORDER BY node.revision DESC, node.id LIMIT $versions_per_key } "
     "WITH node WHERE NOT node.id IN $ids "
     f"RETURN collect({_FIELDS_SIM}) AS versions }} "
-    "CALL () { UNWIND $superseded AS id MATCH (node:Claim {namespace: $ns, id: id}) "
+    "CALL () { UNWIND $superseded AS id MATCH (node:Claim {namespace: $ns, id: id}) USING INDEX node:Claim(id) "
     "WHERE EXISTS { MATCH (node)<-[s:SUPERSEDES]-(:Claim) WHERE s.reason = 'inferred' AND s.revision <= $rev "
     "AND (s.undone_at_revision IS NULL OR s.undone_at_revision > $rev) } RETURN collect(id) AS inferred } "
     "RETURN rows, versions, inferred"
@@ -489,7 +489,8 @@ def _graph_candidates(tx: ManagedTransaction, req: RecallRequest, pool: _Pool, s
     missing = sorted(set(scores) - set(pool.rows) - set(pool.hidden))
     if missing:
         for record in tx.run(
-            f"UNWIND $ids AS id MATCH (node:Claim {{namespace: $ns, id: id}}) WHERE node.revision <= $rev "
+            f"UNWIND $ids AS id MATCH (node:Claim {{namespace: $ns, id: id}}) USING INDEX node:Claim(id) "
+            f"WHERE node.revision <= $rev "
             f"RETURN {_FIELDS_SIM} AS row ORDER BY node.id",
             ids=missing, ns=req.namespace, rev=revision, vector=req.vector,
         ):
@@ -686,7 +687,7 @@ def _item_links(tx: ManagedTransaction, ns: str, ids: list[str], revision: int,
     if not ids:
         return {}, []
     records = tx.run(
-        "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id}) RETURN id, "
+        "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id}) USING INDEX c:Claim(id) RETURN id, "
         "COLLECT { MATCH (c)-[s:SUPERSEDES]->(o:Claim) WHERE s.revision <= $rev "
         "AND (s.undone_at_revision IS NULL OR s.undone_at_revision > $rev) "
         "RETURN {rev: s.revision, old: o.id} } AS sup, "

@@ -160,6 +160,7 @@ def _supersede(tx: ManagedTransaction, namespace: str, pairs: list[dict[str, str
     tx.run(
         "UNWIND $pairs AS pair "
         "MATCH (new:Claim {namespace: $ns, id: pair.new}), (old:Claim {namespace: $ns, id: pair.old}) "
+        "USING INDEX new:Claim(id) USING INDEX old:Claim(id) "
         "SET old.status = 'superseded', old.superseded_at_revision = $rev, "
         "old.vis_to = old.vis_to[..-1] + [$rev] "
         "CREATE (new)-[:SUPERSEDES {revision: $rev, at: $at, reason: 'claim_key'}]->(old)",
