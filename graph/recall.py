@@ -91,18 +91,20 @@ def terms(text: str) -> list[str]:
     multi-word names (`Ravi Alvarez`) — are kept whole as extra terms: they name *which* thing
     a claim is about, and sharing one is much stronger evidence than sharing its parts.
     """
+    return _terms_and_names(text)[0]
+
+
+def _terms_and_names(text: str) -> tuple[list[str], list[str]]:
     lowered = text.lower()
     words = [_fold(tok) for tok in _TOKEN_RE.findall(lowered) if tok not in STOPWORDS]
     names, phrases = _identifier_terms(text, lowered)
-    return words + names + phrases
+    return words + names + phrases, names
 
 
 @functools.lru_cache(maxsize=65536)
 def _analysed(text: str) -> tuple[frozenset[str], frozenset[str]]:
-    lowered = text.lower()
-    words = [_fold(tok) for tok in _TOKEN_RE.findall(lowered) if tok not in STOPWORDS]
-    names, phrases = _identifier_terms(text, lowered)
-    return frozenset(words + names + phrases), frozenset(names)
+    all_terms, names = _terms_and_names(text)
+    return frozenset(all_terms), frozenset(names)
 
 
 def term_set(text: str) -> frozenset[str]:
@@ -280,14 +282,10 @@ _STATE_CYPHER = (
     # Store and Commit nodes by every ingest; `indexed` comes from the count store.)
     "WITH s, rev, cm.at AS at, policy_hash, has_facts, CASE WHEN NOT $adapt OR indexed = 0 THEN 1.0 "
     "  ELSE coalesce(CASE WHEN $as_of IS NULL THEN s.claims ELSE cm.claims END, s.claims, indexed) * 1.0 / indexed "
-    "  END AS pass_rate "
-    "WITH s, rev, at, policy_hash, has_facts, "
-    "CASE WHEN pass_rate >= 1.0 THEN 1.0 WHEN pass_rate * $max_fetch < 1.0 THEN 1.0 / $max_fetch "
-    "ELSE pass_rate END AS share "
-    "WITH s, rev, at, policy_hash, has_facts, "
-    "toInteger(ceil($vfetch / share)) AS v, toInteger(ceil($tfetch / share)) AS t "
-    "WITH s, rev, at, policy_hash, has_facts, CASE WHEN v > $max_fetch THEN $max_fetch ELSE v END AS vf, "
-    "CASE WHEN t > $max_fetch THEN $max_fetch ELSE t END AS tf "
+    "  END AS share "
+    "WITH s, rev, at, policy_hash, has_facts, [f IN [$vfetch, $tfetch] | CASE WHEN f = 0 OR share >= 1.0 THEN f "
+    "  WHEN f >= share * $max_fetch THEN $max_fetch ELSE toInteger(ceil(f / share)) END] AS sizes "
+    "WITH s, rev, at, policy_hash, has_facts, sizes[0] AS vf, sizes[1] AS tf "
 )
 _VECTOR_PART = (
     "CALL (rev, vf) { CALL db.index.vector.queryNodes('claim_embedding', vf, $vector) YIELD node, score "
