@@ -125,7 +125,10 @@ def ingest_cmd(
     namespace: Namespace = "default",
     batch: Annotated[int, typer.Option(min=1, max=limits.MAX_BATCH_ITEMS)] = 256,
 ) -> None:
-    """Ingest claims from a .jsonl file (content, source, claim_key, tau, valid_from, valid_to, metadata)."""
+    """Ingest claims from a .jsonl file (content, source, claim_key, tau, valid_from, valid_to, metadata).
+
+    valid_from / valid_to: ISO-8601 with a zone, or 2017-07-25 / 2017-07 / "2017" (UTC); see docs/dates.md.
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     lines = [ln for ln in file.read_text(encoding="utf-8").splitlines() if ln.strip()]
@@ -165,8 +168,9 @@ def recall_cmd(
     namespace: Namespace = "default",
     k: Annotated[int | None, typer.Option(min=1)] = None,
     as_of_revision: Annotated[int | None, typer.Option(min=0)] = None,
-    valid_at: Annotated[str | None, typer.Option(help="ISO-8601 time with zone")] = None,
-    policy: Annotated[str | None, typer.Option(help="policy version")] = None,
+    valid_at: Annotated[str | None, typer.Option(
+        help="world time: ISO-8601 with a zone, or 2017-07-25 / 2017-07 / 2017 (UTC); see docs/dates.md")] = None,
+    policy: Annotated[str | None, typer.Option(help="policy version (default: the namespace's default policy)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the packet as JSON")] = False,
 ) -> None:
     """Recall a context packet and print it as a table (or JSON)."""
@@ -203,8 +207,34 @@ def history_cmd(claim_key: str, namespace: Namespace = "default") -> None:
             _fail(exc.message)
             return
     for entry in chain:
-        events = ", ".join(f"{e.kind}@{e.revision}" for e in entry.events)
-        print(f"[{entry.claim.status:>10}] r{entry.claim.revision} {entry.claim.content}  ({events})")
+        c = entry.claim
+        events = ", ".join(f"{e.kind}@{e.revision}" + (f" until {e.valid_until}" if e.valid_until else "")
+                           for e in entry.events)
+        window = f"[{c.valid_from or '…'}, {c.valid_until or c.valid_to or '…'})"
+        print(f"[{c.status:>10}] r{c.revision} {window} {c.content}  ({events})")
+
+
+@app.command("check")
+def check_cmd(namespace: Namespace = "default",
+              as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False) -> None:
+    """Verify the namespace's invariants (one current per key and instant, linear chains, windows, revisions)."""
+    with _memory(namespace) as mem:
+        try:
+            report = mem.check()
+        except PalimpsestError as exc:
+            _fail(exc.message)
+            return
+    if as_json:
+        print(report.model_dump_json())
+    else:
+        print(f"namespace {report.namespace}: revision {report.revision}, {report.claims} claims")
+        for name, n in report.checked.items():
+            bad = report.violation_counts.get(name, 0)
+            print(f"  {'FAIL' if bad else 'ok':>4}  {name}: {n} checked, {bad} violations")
+        for v in report.violations:
+            print(f"        {v.check}: {v.detail}")
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 @policy_app.command("register")
@@ -218,6 +248,21 @@ def policy_register(file: Annotated[Path, typer.Argument(exists=True, dir_okay=F
             _fail(str(exc))
             return
     print(pol.model_dump_json())
+
+
+@policy_app.command("default")
+def policy_default(version: Annotated[str | None, typer.Argument(
+        help="registered version to make the namespace's default; omit to show the current one")] = None,
+                   namespace: Namespace = "default") -> None:
+    """Set (or show) the namespace's default policy: the one recalls without --policy and every worker
+    use, in every process. Setting it is a write at a new store revision."""
+    with _memory(namespace) as mem:
+        try:
+            settings = mem.settings() if version is None else mem.set_default_policy(version)
+        except PalimpsestError as exc:
+            _fail(exc.message)
+            return
+    print(settings.model_dump_json())
 
 
 @app.command("export-schema")
@@ -236,7 +281,8 @@ def worker_cmd(
         "--namespace", "-n", help="only these namespaces (repeatable); default: all with pending work")] = None,
     interval: Annotated[float, typer.Option(min=0.05, help="seconds between polls")] = 2.0,
     once: Annotated[bool, typer.Option("--once", help="one pass over pending namespaces, then exit")] = False,
-    policy: Annotated[str | None, typer.Option(help="policy version for detection (default: default-v1)")] = None,
+    policy: Annotated[str | None, typer.Option(
+        help="override every namespace's own default policy (for tests and benchmarks)")] = None,
     batch: Annotated[int, typer.Option(min=1, max=limits.MAX_BATCH_ITEMS, help="claims per batch")] = 200,
     nli_model: Annotated[str | None, typer.Option(help="NLI cross-encoder name or local path")] = None,
     llm_rps: Annotated[float, typer.Option(min=0, help="max LLM judge calls per second (0 = unlimited)")] = 2.0,

@@ -8,6 +8,7 @@ code is masked, so no stack trace or Cypher ever reaches a client.
 from __future__ import annotations
 
 import functools
+import re
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Annotated, Any, TypeVar
@@ -38,13 +39,38 @@ MAX_TOKENS = 5_000
 MAX_FIELDS = 400
 
 
+_SNAKE = re.compile(r"_([a-z0-9])")
+
+
+def gql_name(field: str) -> str:
+    """A field as this schema spells it: `valid_from` -> `validFrom`, each dotted part (`filter.validAt` stays)."""
+    return ".".join(_SNAKE.sub(lambda m: m[1].upper(), part) for part in field.split("."))
+
+
+def gql_error(error: dict[str, Any]) -> dict[str, Any]:
+    """An error dict (PalimpsestError.to_dict) with `field`, and the message's leading mention of it, in camelCase.
+
+    Memory names fields as Python does (`valid_from`); a GraphQL client sent `validFrom`, so that is
+    the name it gets back — on every error, coded or per batch item.
+    """
+    field = error.get("field")
+    if not isinstance(field, str) or (name := gql_name(field)) == field:
+        return error
+    message = str(error.get("message", ""))
+    if message.startswith(field):
+        message = name + message[len(field):]
+    return {**error, "field": name, "message": message}
+
+
 def coded(exc: PalimpsestError) -> GraphQLError:
-    ext: dict[str, Any] = {"code": exc.code}
-    if exc.field is not None:
-        ext["field"] = exc.field
-    if exc.limit is not None:
-        ext["limit"] = exc.limit
-    return GraphQLError(exc.message, extensions=ext)
+    err = gql_error(exc.to_dict())
+    ext: dict[str, Any] = {k: err[k] for k in ("code", "field", "limit") if k in err}
+    return GraphQLError(str(err["message"]), extensions=ext)
+
+
+def _gql_items(res: IngestResult) -> IngestResult:
+    items = [i.model_copy(update={"error": gql_error(i.error)}) if i.error else i for i in res.items]
+    return res.model_copy(update={"items": items})
 
 
 class Loaders:
@@ -201,6 +227,10 @@ class Query:
         rows = await call(info, namespace, "read", lambda mem: mem.entity_path(from_, to, max_hops))
         return [t.entity_to_gql(r, ns) for r in rows]
 
+    @strawberry.field(description="The namespace's stored settings (its default policy).")
+    async def settings(self, info: strawberry.Info, namespace: NS = None) -> t.NamespaceSettings:
+        return t.NamespaceSettings.from_pydantic(await call(info, namespace, "read", lambda mem: mem.settings()))
+
     @strawberry.field
     async def stats(self, info: strawberry.Info, namespace: NS = None) -> t.StoreStats:
         return t.stats_to_gql(await call(info, namespace, "read", lambda mem: mem.stats()))
@@ -212,6 +242,7 @@ class Mutation:
     async def ingest(self, info: strawberry.Info, input: t.ClaimInput, namespace: NS = None) -> t.IngestResult:
         res = await call(info, namespace, "write", lambda mem: mem.ingest_many([input.to_raw()]))
         _count(info, namespace, res)
+        res = _gql_items(res)
         first = res.items[0]
         if not first.ok and first.error:
             raise GraphQLError(str(first.error.get("message")), extensions={
@@ -226,7 +257,7 @@ class Mutation:
                                            limit=MAX_BATCH_ITEMS))
         res = await call(info, namespace, "write", lambda mem: mem.ingest_many([i.to_raw() for i in inputs]))
         _count(info, namespace, res)
-        return t.IngestResult.from_pydantic(res)
+        return t.IngestResult.from_pydantic(_gql_items(res))
 
     @strawberry.mutation(description="Hide a claim; if it had superseded one, that one becomes current again.")
     async def retract(self, info: strawberry.Info, id: str, reason: str,
@@ -238,6 +269,13 @@ class Mutation:
                               namespace: NS = None) -> t.Policy:
         pol = await call(info, namespace, "write", lambda mem: mem.register_policy(input.to_raw()))
         return t.Policy.from_pydantic(pol)
+
+    @strawberry.mutation(description="Make a registered policy version the namespace's default (for recalls "
+                                     "without a version and for the worker, in every process), at a new revision.")
+    async def set_default_policy(self, info: strawberry.Info, version: str,
+                                 namespace: NS = None) -> t.NamespaceSettings:
+        found = await call(info, namespace, "write", lambda mem: mem.set_default_policy(version))
+        return t.NamespaceSettings.from_pydantic(found)
 
 
 @strawberry.type

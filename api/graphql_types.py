@@ -148,6 +148,13 @@ class RetractResult:
     pass
 
 
+@sp.type(model=m.NamespaceSettings, all_fields=True,
+         description="A namespace's stored settings: the default policy of recalls without a version and of the "
+                     "worker, the store revision read at, and the revision that set the default (null: never set).")
+class NamespaceSettings:
+    pass
+
+
 @strawberry.type
 class ReplayResult:
     packet: ContextPacket
@@ -183,11 +190,15 @@ class ClaimInput:
     valid_to: str | None = None
     metadata: JSON | None = None
     idempotency_key: str | None = None
+    correction: bool = strawberry.field(default=False, description=(
+        "With a claimKey: hide every version of the key whose window overlaps this one's, at every "
+        "world time (docs/TEMPORAL.md)."))
 
     def to_raw(self) -> dict[str, Any]:
         raw: dict[str, Any] = {
             "content": self.content, "source": self.source, "claim_key": self.claim_key, "tau": self.tau,
             "valid_from": self.valid_from, "valid_to": self.valid_to, "idempotency_key": self.idempotency_key,
+            "correction": self.correction,
                "metadata": self.metadata if self.metadata is not None else {}}
         return raw
 

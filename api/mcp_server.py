@@ -16,6 +16,9 @@ from api.memory import Memory
 from schema.errors import PalimpsestError
 from schema.models import ContextPacket, HistoryEntry, IngestItemResult, RetractResult
 
+_DATES = ("Dates (valid_from, valid_to, valid_at): ISO-8601 with a timezone (2017-07-25T10:00:00Z), or "
+          "2017-07-25, 2017-07 or 2017 meaning the start of that day, month or year in UTC; no Unix timestamps.")
+
 
 def _run(fn: Any) -> Any:
     try:
@@ -36,14 +39,15 @@ def build_mcp(memory: Memory) -> MCPServer:
     )
 
     @server.tool(description="Store one atomic, source-tagged claim. A claim_key makes it replace the key's "
-                             "current claim.")
+                             "current claim. " + _DATES)
     def remember(content: str, source: str, claim_key: str | None = None, valid_from: str | None = None,
                  valid_to: str | None = None, tau_seconds: float | None = None) -> IngestItemResult:
         result: IngestItemResult = _run(lambda: memory.ingest(
             content, source, claim_key=claim_key, valid_from=valid_from, valid_to=valid_to, tau=tau_seconds))
         return result
 
-    @server.tool(description="Recall what is true now (or at a revision / world time), ranked and bounded.")
+    @server.tool(description="Recall what is true now (or at a revision / world time), ranked and bounded. "
+                             + _DATES)
     def recall(query: str, k: int | None = None, as_of_revision: int | None = None,
                valid_at: str | None = None) -> ContextPacket:
         packet: ContextPacket = _run(lambda: memory.recall(query, k=k, as_of_revision=as_of_revision,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import date, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from api.runtime import Runtime
 from extraction.entities import canonical, query_phrases
+from graph import check as check_q
 from graph import claim_queries, contradiction_queries, packet_log, policies, store
 from graph import entities as entity_q
 from graph import facts as facts_q
@@ -26,9 +27,11 @@ from graph.claim_queries import ClaimFilter
 from graph.recall import PolicyChangedError, RecallRequest
 from graph.recall import recall as recall_q
 from schema import limits
-from schema.errors import BadInputError, LimitExceededError, NotFoundError, PalimpsestError
+from schema.dates import parse_instant
+from schema.errors import BadInputError, ConflictError, LimitExceededError, NotFoundError, PalimpsestError
 from schema.models import (
     DEFAULT_POLICY,
+    CheckReport,
     Claim,
     ClaimInput,
     ContextPacket,
@@ -36,16 +39,18 @@ from schema.models import (
     HistoryEntry,
     IngestItemResult,
     IngestResult,
+    NamespaceSettings,
     Policy,
     RetractResult,
     StoreStats,
-    utc,
 )
 
 if TYPE_CHECKING:
     from api.worker import BackgroundWorker, PassReport, WorkerConfig
 
 _LIMIT_CTX = ("max_length", "min_length", "gt", "ge", "lt", "le")
+# A recall redone because the namespace's default or a cached policy changed under it; more is churn.
+_RECALL_ATTEMPTS = 4
 
 
 def bad_input_from(exc: ValidationError, prefix: str = "") -> BadInputError:
@@ -53,6 +58,9 @@ def bad_input_from(exc: ValidationError, prefix: str = "") -> BadInputError:
     err = exc.errors()[0]
     field = ".".join(str(p) for p in err["loc"]) or "input"
     ctx = err.get("ctx") or {}
+    ours = ctx.get("error")
+    if isinstance(ours, BadInputError):  # raised by one of our validators (e.g. schema.dates): keep its words
+        return type(ours)(f"{prefix}{ours.message}", field=ours.field or field, limit=ours.limit)
     limit = next((ctx[key] for key in _LIMIT_CTX if key in ctx), None)
     message = f"{prefix}{field}: {err['msg']}"
     cls = LimitExceededError if err["type"] in {"string_too_long", "too_long"} else BadInputError
@@ -103,11 +111,14 @@ class Memory:
 
     # ---- writes -------------------------------------------------------------------------
     def ingest(self, content: str, source: str, *, claim_key: str | None = None, tau: float | None = None,
-               valid_from: datetime | str | None = None, valid_to: datetime | str | None = None,
-               metadata: dict[str, Any] | None = None, idempotency_key: str | None = None) -> IngestItemResult:
+               valid_from: datetime | date | str | None = None, valid_to: datetime | date | str | None = None,
+               metadata: dict[str, Any] | None = None, idempotency_key: str | None = None,
+               correction: bool = False) -> IngestItemResult:
+        """Write one claim. With a `claim_key` it composes with the key's other versions on both time
+        axes (docs/TEMPORAL.md); `correction=True` says it corrects every version its window overlaps."""
         raw = {"content": content, "source": source, "claim_key": claim_key, "tau": tau,
                "valid_from": valid_from, "valid_to": valid_to, "metadata": metadata or {},
-               "idempotency_key": idempotency_key}
+               "idempotency_key": idempotency_key, "correction": correction}
         claim = to_claim_input(raw)
         result = self.ingest_many([claim]).items[0]
         if not result.ok:  # pragma: no cover - validation already raised above
@@ -151,9 +162,23 @@ class Memory:
                 raise bad_input_from(exc) from None
         return policies.register_policy(self.rt.driver, self.namespace, policy, self._db)
 
+    def set_default_policy(self, version: str) -> NamespaceSettings:
+        """Make a registered policy version (or `default-v1`) the namespace's default: the one every
+        recall without a version and every worker pass use, in any process, from the new store
+        revision this write is recorded at on. Unknown versions raise NotFoundError (field `version`)."""
+        if not isinstance(version, str) or not version.strip():
+            raise BadInputError("version must not be empty", field="version")
+        return policies.set_default_policy(self.rt.driver, self.namespace, version, self._db)
+
     # ---- reads --------------------------------------------------------------------------
+    def settings(self) -> NamespaceSettings:
+        """The namespace's stored settings (its default policy), read from the store now."""
+        return policies.namespace_settings(self.rt.driver, self.namespace, self._db)
+
     def policy(self, version: str | None = None) -> Policy:
-        return policies.get_policy(self.rt.driver, self.namespace, version, self._db)
+        """A registered policy; without a version, the namespace's default now."""
+        wanted = version or policies.default_policy_version(self.rt.driver, self.namespace, self._db)
+        return policies.get_policy(self.rt.driver, self.namespace, wanted, self._db)
 
     def policies(self) -> list[Policy]:
         return policies.list_policies(self.rt.driver, self.namespace, self._db)
@@ -173,7 +198,7 @@ class Memory:
         return claim_queries.claims_by_ids(self.rt.driver, self.namespace, list(ids), DEFAULT_POLICY.default_tau,
                                            self._db)
 
-    def contradictions(self, since: datetime | str | None = None, first: int = 20) -> list[ContradictionRecord]:
+    def contradictions(self, since: datetime | date | str | None = None, first: int = 20) -> list[ContradictionRecord]:
         if not isinstance(first, int) or not 1 <= first <= limits.MAX_PAGE:
             raise LimitExceededError(f"first must be between 1 and {limits.MAX_PAGE}", field="first",
                                      limit=limits.MAX_PAGE)
@@ -189,43 +214,80 @@ class Memory:
                                 limit=limits.MAX_CLAIM_KEY_CHARS)
         return history_q.history(self.rt.driver, self.namespace, claim_key, DEFAULT_POLICY.default_tau, self._db)
 
+    def check(self) -> CheckReport:
+        """Verify the namespace's stored invariants (graph.check; docs/TEMPORAL.md) and report what broke.
+
+        Returns:
+            A CheckReport; `report.ok` is True when every invariant holds.
+        Raises:
+            NotFoundError: nothing was ever written to the namespace.
+        """
+        return check_q.check(self.rt.driver, self.namespace, self._db)
+
     def stats(self) -> StoreStats:
         return history_q.stats(self.rt.driver, self.namespace, self._db)
 
     def recall(self, query: str, *, k: int | None = None, policy_version: str | None = None,
-               as_of_revision: int | None = None, valid_at: datetime | str | None = None,
+               as_of_revision: int | None = None, valid_at: datetime | date | str | None = None,
                projections_seq: int | None = None) -> ContextPacket:
+        """A context packet. Without `policy_version`, the namespace's default policy *at the revision
+        served* (`set_default_policy`; `default-v1` until one is set): an as-of recall uses the default
+        in effect then, so a later change of the default does not change an old revision's packet.
+
+        The default is guessed from this process's last sight of it and checked against the Store in
+        the recall's own first round trip; if another process changed it, the recall is redone with the
+        version found there. Policies themselves are cached by version (immutable; their stored hash is
+        re-checked the same way)."""
         if not isinstance(query, str) or not query.strip():
             raise BadInputError("query must not be empty", field="query")
         if len(query) > limits.MAX_QUERY_CHARS:
             raise LimitExceededError(f"query must be at most {limits.MAX_QUERY_CHARS} characters",
                                      field="query", limit=limits.MAX_QUERY_CHARS)
-        pol, stored_hash = policies.resolve_policy(self.rt.driver, self.namespace, policy_version, self._db)
-        k = pol.k if k is None else k
-        if not isinstance(k, int) or k < 1:
-            raise BadInputError("k must be a positive integer", field="k")
-        if k > pol.max_k:
-            raise LimitExceededError(f"k must be at most {pol.max_k} under policy {pol.version!r}",
-                                     field="k", limit=pol.max_k)
         if as_of_revision is not None and (not isinstance(as_of_revision, int) or as_of_revision < 0):
             raise BadInputError("as_of_revision must be a non-negative integer", field="as_of_revision")
         when = parse_time(valid_at, "valid_at")
-        vector = self.rt.embedder.embed_query(query.strip())
-        phrases = tuple(query_phrases(query.strip())) if pol.graph_expansion == "ppr" else ()
-        req = RecallRequest(self.namespace, query.strip(), vector, pol, k, as_of_revision, when, projections_seq,
-                            phrases, check_policy=True, policy_hash=stored_hash)
-        try:
-            packet = recall_q(self.rt.driver, req, self._db)
-        except PolicyChangedError:  # the cached policy went stale (namespace dropped, version re-registered)
-            policies.forget_policy(self.rt.driver, self.namespace, policy_version, self._db)
-            fresh, stored_hash = policies.resolve_policy(self.rt.driver, self.namespace, policy_version, self._db)
-            if fresh != pol:  # k, caps and fetch sizes may differ: validate again from the start
-                return self.recall(query, k=None if k == pol.k else k, policy_version=policy_version,
-                                   as_of_revision=as_of_revision, valid_at=valid_at, projections_seq=projections_seq)
-            packet = recall_q(self.rt.driver, replace(req, policy_hash=stored_hash), self._db)
-        if self.log_packets:
-            packet_log.log_packet(self.rt.driver, packet, self._db)
-        return packet
+        text = query.strip()
+        explicit = policy_version is not None
+        version = policy_version or policies.cached_default(self.rt.driver, self.namespace, self._db)
+        verified = explicit  # a guess from the cache is checked (and corrected) by the recall itself
+        if version is None:
+            version = policies.default_policy_version(self.rt.driver, self.namespace, self._db, as_of_revision)
+            verified = True
+            policies.remember_default(self.rt.driver, self.namespace, version, self._db)
+        vector: list[float] | None = None
+        for _ in range(_RECALL_ATTEMPTS):
+            pol, stored_hash = policies.resolve_policy(self.rt.driver, self.namespace, version, self._db)
+            used_k = pol.k if k is None else k
+            if not isinstance(used_k, int) or used_k < 1:
+                raise BadInputError("k must be a positive integer", field="k")
+            if used_k > pol.max_k:
+                if not verified:  # a stale guess must not refuse a k the real default allows
+                    version = policies.default_policy_version(self.rt.driver, self.namespace, self._db,
+                                                              as_of_revision)
+                    verified = True
+                    continue
+                raise LimitExceededError(f"k must be at most {pol.max_k} under policy {pol.version!r}",
+                                         field="k", limit=pol.max_k)
+            if vector is None:
+                vector = self.rt.embedder.embed_query(text)
+            phrases = tuple(query_phrases(text)) if pol.graph_expansion == "ppr" else ()
+            req = RecallRequest(self.namespace, text, vector, pol, used_k, as_of_revision, when, projections_seq,
+                                phrases, check_policy=True, policy_hash=stored_hash, check_default=not explicit)
+            try:
+                packet = recall_q(self.rt.driver, req, self._db)
+            except PolicyChangedError as exc:
+                if exc.default is not None:  # the namespace's default is another version (at that revision)
+                    version, verified = exc.default, True
+                    if as_of_revision is None:
+                        policies.remember_default(self.rt.driver, self.namespace, version, self._db)
+                else:  # the cached policy went stale (namespace dropped, version re-registered)
+                    policies.forget_policy(self.rt.driver, self.namespace, version, self._db)
+                continue
+            if self.log_packets:
+                packet_log.log_packet(self.rt.driver, packet, self._db)
+            return packet
+        raise ConflictError("the namespace's policy kept changing during the recall; retry",
+                            field="policy_version")
 
     def replay(self, fingerprint: str) -> ReplayResult:
         """The logged packet, and whether recomputing it at its revision gives the same fingerprint."""
@@ -335,11 +397,6 @@ class Memory:
         return refresh_pagerank(self.rt.driver, self.namespace, force=force, database=self._db).ran
 
 
-def parse_time(value: datetime | str | None, field: str) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        parsed = value if isinstance(value, datetime) else datetime.fromisoformat(value.replace("Z", "+00:00"))
-        return utc(parsed)
-    except (ValueError, TypeError, AttributeError) as exc:
-        raise BadInputError(f"{field} must be an ISO-8601 timestamp with a timezone: {exc}", field=field) from None
+def parse_time(value: datetime | date | str | None, field: str) -> datetime | None:
+    """The one date parser (schema.dates.parse_instant): aware UTC or a BadInputError naming `field`."""
+    return parse_instant(value, field)

@@ -13,6 +13,12 @@ Three ways to run it:
   (what `Memory.start_worker` and the API use);
 * `palimpsest worker` — the same loop as its own process, so workers scale out by namespace.
 
+Which policy: the namespace's own stored default (`Memory.set_default_policy`), read from the
+store by every batch — so every worker, in whichever process, applies the policy the namespace
+chose, and each claim is projected under the default in effect at its revision (a batch never
+spans a change of it), however late the worker gets there. `WorkerConfig.policy_version` is only
+an explicit override for tests and benchmarks.
+
 A detector failing (NLI model missing, LLM provider down) is logged and counted in the pass
 report and the batch still commits with the other detectors' verdicts: projections never stall
 behind a flaky model. Only infrastructure errors (Neo4j unavailable) end a pass; the background
@@ -53,9 +59,18 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class WorkerConfig:
-    """Process-level worker settings. Detection knobs come from the namespace's policy
-    (`policy_version`, default `default-v1`); `detector_options` adds what a policy cannot say
-    (local model paths, provider credentials, the LLM rate limit)."""
+    """Process-level worker settings. Detection, extraction and inference knobs come from the
+    namespace's policy; `detector_options` adds what a policy cannot say (local model paths,
+    provider credentials, the LLM rate limit).
+
+    `policy_version` is None by default — and then the worker applies each namespace's own stored
+    default policy (as of the revisions it projects), which is what `palimpsest serve` and
+    `palimpsest worker` do. Set, it overrides that for every namespace this worker processes (a
+    version not registered in a namespace falls back to that namespace's default, with a note in
+    the report). The override exists for tests and benchmarks that pin a policy without writing a
+    setting; it is kept rather than removed because it costs nothing when unset, and the setting
+    wins unless someone asked for the override explicitly. A deployment should not use it: two
+    workers with different overrides would project the same namespace differently."""
 
     policy_version: str | None = None
     batch_claims: int = 200
@@ -78,7 +93,10 @@ class WorkerConfig:
 
 @dataclass
 class PassReport:
-    """What one pass over one namespace did; `detector_failures` counts failed detector runs by method."""
+    """What one pass over one namespace did; `detector_failures` counts failed detector runs by method.
+
+    `policy_version` is the policy the pass's last batch ran under (the namespace's default at
+    `to_seq`, or the config's override); `policy_versions` lists every one its batches used, in order."""
 
     namespace: str
     policy_version: str
@@ -114,13 +132,15 @@ class PassReport:
     detector_failures: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    policy_versions: list[str] = field(default_factory=list)
 
     @property
     def caught_up(self) -> bool:
         return self.to_seq >= self.store_revision
 
     def as_dict(self) -> dict[str, Any]:
-        return {"namespace": self.namespace, "policy_version": self.policy_version, "from_seq": self.from_seq,
+        return {"namespace": self.namespace, "policy_version": self.policy_version,
+                "policy_versions": list(self.policy_versions), "from_seq": self.from_seq,
                 "to_seq": self.to_seq, "store_revision": self.store_revision, "batches": self.batches,
                 "subjects": self.subjects, "pairs": self.pairs, "verdicts": self.verdicts,
                 "contradictions": self.contradictions, "edges_created": self.edges_created,
@@ -161,35 +181,49 @@ class ProjectionWorker:
     def _db(self) -> str | None:
         return self.rt.settings.database
 
-    def policy_for(self, namespace: str) -> tuple[Policy, list[str]]:
-        try:
-            return policies.get_policy(self.rt.driver, namespace, self.config.policy_version, self._db), []
-        except NotFoundError:
-            note = (f"policy {self.config.policy_version!r} is not registered in {namespace!r}; "
-                    f"using {DEFAULT_POLICY.version!r}")
-            log.warning(note)
-            return policies.get_policy(self.rt.driver, namespace, None, self._db), [note]
+    def policy_for(self, namespace: str, default: str | None = None) -> tuple[Policy, list[str]]:
+        """The policy to project with: the config's override if set, else the namespace's default
+        (`default`, as read with the batch; without it, the stored default now). Uncached: a policy
+        is one small read per batch that changes it, and a namespace can be dropped and rebuilt."""
+        if default is None:
+            default = policies.default_policy_version(self.rt.driver, namespace, self._db)
+        problems: list[str] = []
+        for wanted in ([self.config.policy_version] if self.config.policy_version else []) + [default]:
+            try:
+                return policies.get_policy(self.rt.driver, namespace, wanted, self._db), problems
+            except NotFoundError:
+                note = f"policy {wanted!r} is not registered in {namespace!r}; using "
+                note += f"{default!r}" if wanted != default else f"{DEFAULT_POLICY.version!r}"
+                log.warning(note)
+                problems.append(note)
+        return DEFAULT_POLICY, problems
 
     def run_once(self, namespace: str, *, pagerank: bool = True) -> PassReport:
         """Process batches until the namespace is caught up (or `max_batches_per_pass` is reached);
         then, with `pagerank`, refresh global PageRank if the entity graph grew enough."""
         started = time.perf_counter()
-        policy, problems = self.policy_for(namespace)
         state = proj.projections_state(self.rt.driver, namespace, self._db)
         seq = state.projections_seq if state else 0
+        default = state.default_policy_at(seq + 1) if state else DEFAULT_POLICY.version
+        policy, problems = self.policy_for(namespace, default)
         report = PassReport(namespace, policy.version, seq, seq, state.revision if state else 0, problems=problems,
                             extractor=policy.extractor)
-        if self.fixed_detectors is not None:
-            detectors = self.fixed_detectors
-        else:
-            detectors, build_problems = self.factory.for_settings(policy.contradiction)
-            report.problems.extend(build_problems)
+        detectors = self._detectors(policy, report)
         limit = self.config.max_batches_per_pass
         while limit is None or report.batches < limit:
             batch = proj.read_batch(self.rt.driver, namespace, self.config.batch_claims, self._db)
             if batch is None:
                 break
             report.store_revision = max(report.store_revision, batch.store_revision)
+            if batch.default_policy != default:  # the namespace changed its default at this batch
+                default = batch.default_policy
+                changed, notes = self.policy_for(namespace, default)
+                report.problems.extend(notes)
+                if changed != policy:
+                    policy, detectors = changed, self._detectors(changed, report)
+                    report.policy_version, report.extractor = policy.version, policy.extractor
+            if not report.policy_versions or report.policy_versions[-1] != policy.version:
+                report.policy_versions.append(policy.version)
             try:
                 self._process(batch, policy, detectors, report)
             except proj.StaleBatchError:
@@ -202,6 +236,13 @@ class ProjectionWorker:
         if report.batches:
             log.info("projections %s: %s", namespace, report.as_dict())
         return report
+
+    def _detectors(self, policy: Policy, report: PassReport) -> Sequence[Detector]:
+        if self.fixed_detectors is not None:
+            return self.fixed_detectors
+        detectors, problems = self.factory.for_settings(policy.contradiction)
+        report.problems.extend(problems)
+        return detectors
 
     def _process(self, batch: proj.Batch, policy: Policy, detectors: Sequence[Detector], report: PassReport) -> None:
         settings = policy.contradiction

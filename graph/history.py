@@ -1,8 +1,9 @@
 """A claim key's whole chain and the store's counts: read-only views over the write log.
 
 Events are derived from the graph itself — `SUPERSEDES` relationships carry when a claim was
-replaced and, if the replacement was later retracted, when it was restored — so history can
-never disagree with what recall sees.
+corrected (store time) or had its window closed by a later version (world time) and, if that was
+later undone, when — so history can never disagree with what recall sees. Each entry's claim
+also carries `valid_until`, where its window ends now.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ def history(driver: Driver, namespace: str, claim_key: str, default_tau: float,
         "WITH c ORDER BY c.revision, c.batch_index, c.id LIMIT $limit "
         "OPTIONAL MATCH (newer:Claim)-[s:SUPERSEDES]->(c) "
         "WITH c, collect(CASE WHEN s IS NOT NULL THEN {by: newer.id, revision: s.revision, at: s.at, "
-        "undone: s.undone_at_revision, undone_at: s.undone_at} END) AS sup, c.retracted_at AS rat "
+        "undone: s.undone_at_revision, undone_at: s.undone_at, kind: s.kind, until: s.valid_until, "
+        "undone_reason: s.undone_reason} END) AS sup, c.retracted_at AS rat "
         f"RETURN {CLAIM_FIELDS} AS c, sup, rat ORDER BY c.revision, c.batch_index, c.id",
         ns=namespace, key=claim_key, limit=MAX_HISTORY, database_=database, routing_="r",
     )
@@ -36,6 +38,13 @@ def history(driver: Driver, namespace: str, claim_key: str, default_tau: float,
         claim = claim_from_record(dict(rec["c"]), default_tau)
         events = [HistoryEvent(kind="recorded", revision=claim.revision, at=claim.recorded_at)]
         for s in rec["sup"]:
+            if s["kind"] == "succession":
+                events.append(HistoryEvent(kind="closed", revision=s["revision"], at=_iso(s["at"]), by=s["by"],
+                                           valid_until=None if s["until"] is None else _iso(s["until"])))
+                if s["undone"] is not None:
+                    events.append(HistoryEvent(kind="reopened", revision=s["undone"], at=_iso(s["undone_at"]),
+                                               by=s["by"], reason=s["undone_reason"]))
+                continue
             events.append(HistoryEvent(kind="superseded", revision=s["revision"], at=_iso(s["at"]), by=s["by"]))
             if s["undone"] is not None:
                 events.append(HistoryEvent(kind="restored", revision=s["undone"], at=_iso(s["undone_at"]),
@@ -43,9 +52,13 @@ def history(driver: Driver, namespace: str, claim_key: str, default_tau: float,
         if claim.retracted_at_revision is not None:
             events.append(HistoryEvent(kind="retracted", revision=claim.retracted_at_revision,
                                        at=_iso(rec["rat"]), reason=claim.retraction_reason))
-        events.sort(key=lambda e: (e.revision, e.kind))
+        events.sort(key=lambda e: (e.revision, _KIND_ORDER[e.kind], e.by or ""))
         out.append(HistoryEntry(claim=claim, events=events))
     return out
+
+
+# Within one revision: a claim is recorded before anything happens to it.
+_KIND_ORDER = {"recorded": 0, "restored": 1, "closed": 2, "reopened": 3, "superseded": 4, "retracted": 5}
 
 
 def _iso(value: Any) -> str:

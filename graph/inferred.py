@@ -14,6 +14,9 @@ commit, which calls `write_inferred` inside its own transaction. Three rules kee
   claim was meanwhile superseded, retracted or already linked (a worker re-run), or whose newer
   claim was retracted, is dropped. Nothing left → no bump, no revision spent. Re-running the
   worker therefore writes nothing twice.
+* **Never across a key's chain.** A claim with a `claim_key` is never the older side: its writer
+  said how its versions relate (docs/TEMPORAL.md), and an inferred edge into a key's chain could
+  leave two live versions of the key once either side is retracted.
 * **Undone by retraction.** The relationship is an ordinary `SUPERSEDES` with
   `reason: 'inferred'` and its `confidence`, so `graph.store.retract` of the newer claim restores
   the older one exactly as it does for claim_key supersession.
@@ -167,7 +170,7 @@ def _candidates(tx: ManagedTransaction, ns: str, subject_ids: list[str], extra: 
             "  UNION "
             "  UNWIND $extra AS cid MATCH (c:Claim {namespace: $ns, id: cid}) RETURN c "
             "} "
-            "WITH DISTINCT n, c WHERE c.id <> n.id AND c.status = 'current' "
+            "WITH DISTINCT n, c WHERE c.id <> n.id AND c.status = 'current' AND c.claim_key IS NULL "
             "AND (c.revision < n.revision OR (c.revision = n.revision "
             "     AND coalesce(c.batch_index, 0) < coalesce(n.batch_index, 0))) "
             "WITH n, c, vector.similarity.cosine(n.embedding, c.embedding) AS score WHERE score >= $threshold "
@@ -229,7 +232,7 @@ def write_inferred(tx: ManagedTransaction, namespace: str, writes: Sequence[Infe
     still = {(rec["newer"], rec["older"]) for rec in tx.run(
         "UNWIND $rows AS r "
         "MATCH (n:Claim {namespace: $ns, id: r.newer}), (o:Claim {namespace: $ns, id: r.older}) "
-        "WHERE n.status = 'current' AND o.status = 'current' AND o.vis_to[-1] = $open "
+        "WHERE n.status = 'current' AND o.status = 'current' AND o.vis_to[-1] = $open AND o.claim_key IS NULL "
         "AND NOT EXISTS { (n)-[:SUPERSEDES]->(o) } "
         "RETURN r.newer AS newer, r.older AS older",
         rows=valid, ns=namespace, open=OPEN,

@@ -7,7 +7,9 @@ model. Three rules make the worker safe to crash, re-run and run twice:
   (projections_seq, to_seq], never half a revision, so `projections_seq` moves revision by
   revision. Revisions without claims (retractions, other commits) are stepped over, and a
   retraction that *restores* an older claim makes that claim a subject again at the
-  restoring revision, because from then on it can conflict with claims it never met.
+  restoring revision, because from then on it can conflict with claims it never met. A batch
+  never spans a change of the namespace's default policy: it is processed under the default in
+  effect at its revisions (`Batch.default_policy`), however late the worker gets there.
 * **Candidates as of the subject's revision.** A claim is compared with the claims that were
   current *at its own revision* (bi-temporal visibility, `graph.visibility`), not with whatever
   is current when the worker happens to run. The edges found are then a function of the store's
@@ -38,6 +40,7 @@ from graph.inferred import InferredWrite, write_inferred
 from graph.revisions import StoreState, store_state, to_py_datetime
 from schema.errors import ConflictError
 from schema.limits import MAX_CANDIDATES
+from schema.models import DEFAULT_POLICY
 
 _CLAIM = ("{id: c.id, content: c.content, claim_key: c.claim_key, revision: c.revision, "
           "valid_from: c.valid_from, valid_to: c.valid_to, vis_from: c.vis_from, vis_to: c.vis_to, "
@@ -66,6 +69,9 @@ class Batch:
     to_seq: int
     store_revision: int
     subjects: list[Subject]
+    # The namespace's default policy in effect at every revision of the batch (a batch never spans
+    # a change of it), so what the worker does with a claim does not depend on when it runs.
+    default_policy: str = DEFAULT_POLICY.version
 
 
 @dataclass(frozen=True)
@@ -138,7 +144,8 @@ def pending_namespaces(driver: Driver, database: str | None = None) -> list[str]
 # ------------------------------------------------------------------------------------ batches
 def read_batch(driver: Driver, namespace: str, max_claims: int, database: str | None = None) -> Batch | None:
     """The next whole revisions after `projections_seq` holding at most `max_claims` subjects
-    (always at least one revision, however large), or None when the namespace is caught up."""
+    (always at least one revision, however large), and never past a change of the namespace's
+    default policy; or None when the namespace is caught up."""
     with driver.session(database=database, default_access_mode="READ") as session:
         return session.execute_read(_read_batch, namespace, max(1, max_claims))
 
@@ -148,24 +155,27 @@ def _read_batch(tx: ManagedTransaction, ns: str, max_claims: int) -> Batch | Non
     if state is None or state.projections_seq >= state.revision:
         return None
     seq, top = state.projections_seq, state.revision
+    # One policy per batch: stop before the next change of the default (a settings revision holds no claims).
+    default_policy = state.default_policy_at(seq + 1)
+    end = min([top, *(rev - 1 for rev, _ in state.policy_changes if seq + 1 < rev <= top)])
     weights: dict[int, int] = {}
     for r in tx.run(
         "MATCH (c:Claim {namespace: $ns}) WHERE c.revision > $seq AND c.revision <= $top "
         "WITH c.revision AS rev, count(*) AS n ORDER BY rev LIMIT $limit RETURN rev, n",
-        ns=ns, seq=seq, top=top, limit=max_claims + 1,
+        ns=ns, seq=seq, top=end, limit=max_claims + 1,
     ):
         weights[int(r["rev"])] = int(r["n"])
     # A retraction can restore one older claim, which then becomes a subject at that revision.
     retracts = [int(r["rev"]) for r in tx.run(
         "MATCH (k:Commit {namespace: $ns}) WHERE k.revision > $seq AND k.revision <= $top AND k.kind = 'retract' "
         "RETURN k.revision AS rev ORDER BY rev LIMIT $limit",
-        ns=ns, seq=seq, top=top, limit=max_claims + 1,
+        ns=ns, seq=seq, top=end, limit=max_claims + 1,
     )]
     for rev in retracts:
         weights[rev] = weights.get(rev, 0) + 1
     # Both queries stop after max_claims + 1 revisions, and every revision weighs at least 1, so
     # the cut below always falls before anything they left out; if nothing is cut, nothing was.
-    to_seq, taken = top, 0
+    to_seq, taken = end, 0
     for rev in sorted(weights):
         if taken and taken + weights[rev] > max_claims:
             to_seq = rev - 1
@@ -191,7 +201,7 @@ def _read_batch(tx: ManagedTransaction, ns: str, max_claims: int) -> Batch | Non
                                         _dt(c["valid_from"]), _dt(c["valid_to"]),
                                         json.loads(c["metadata_json"] or "{}")))
     subjects.sort(key=lambda s: (s.revision, s.id))
-    return Batch(ns, seq, to_seq, top, subjects)
+    return Batch(ns, seq, to_seq, top, subjects, default_policy)
 
 
 # ------------------------------------------------------------------------------------ candidates

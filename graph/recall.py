@@ -35,7 +35,7 @@ from neo4j import Driver, ManagedTransaction
 
 from graph import gds
 from graph.facts import packet_beliefs
-from graph.revisions import to_py_datetime
+from graph.revisions import default_policy_at, policy_changes, to_py_datetime
 from graph.visibility import current_at, hidden_reason
 from schema.errors import BadInputError, NotFoundError
 from schema.limits import MAX_CANDIDATES
@@ -65,7 +65,7 @@ _FIELDS = (
     "{id: node.id, content: node.content, source: node.source, claim_key: node.claim_key, "
     "metadata_json: node.metadata_json, revision: node.revision, recorded_at: toString(node.recorded_at), "
     "valid_from: toString(node.valid_from), valid_to: toString(node.valid_to), tau: node.tau, vis_from: node.vis_from, "
-    "vis_to: node.vis_to, retracted_at_revision: node.retracted_at_revision}"
+    "vis_to: node.vis_to, vis_until: node.vis_until, retracted_at_revision: node.retracted_at_revision}"
 )
 
 
@@ -196,6 +196,10 @@ class RecallRequest:
     # resolved (None: not stored, the built-in default). A mismatch raises PolicyChangedError.
     check_policy: bool = False
     policy_hash: str | None = None
+    # Set by callers that took `policy` to be the namespace's default (no version asked): the default
+    # in effect at the revision served is checked in the same first round trip; if it is another
+    # version, PolicyChangedError carries it (`.default`) and the caller retries with that one.
+    check_default: bool = False
     # Names of GDS projections this recall created, so `recall` can drop them if the transaction died.
     projections: list[str] = field(default_factory=list, compare=False)
 
@@ -243,7 +247,7 @@ def _reason(row: dict[str, Any], revision: int, valid_at: datetime | None) -> st
         recorded_revision=row["revision"], vis_from=row["vis_from"], vis_to=row["vis_to"],
         retracted_at_revision=row["retracted_at_revision"],
         valid_from=_dt(row["valid_from"]), valid_to=_dt(row["valid_to"]),
-        revision=revision, valid_at=valid_at,
+        revision=revision, valid_at=valid_at, vis_until=row.get("vis_until"),
     )
 
 
@@ -264,7 +268,7 @@ _FIELDS_SIM = _FIELDS[:-1] + ", sim: vector.similarity.cosine(node.embedding, $v
 _FIELDS_CUT = (
     "{id: node.id, content: node.content, claim_key: node.claim_key, revision: node.revision, "
     "valid_from: toString(node.valid_from), valid_to: toString(node.valid_to), vis_from: node.vis_from, "
-    "vis_to: node.vis_to, retracted_at_revision: node.retracted_at_revision, score: score}"
+    "vis_to: node.vis_to, vis_until: node.vis_until, retracted_at_revision: node.retracted_at_revision, score: score}"
 )
 
 # Round trip 1: the store's state, the reference time, the stored hash of the policy, and both index
@@ -302,7 +306,7 @@ _CANDIDATE_QUERIES = {
     + (_VECTOR_PART if vector else "WITH *, 0 AS vraw, [] AS vrows ")
     + (_TEXT_PART if text else "WITH *, 0 AS traw, [] AS trows ")
     + "RETURN s.revision AS revision, s.projections_seq AS seq, rev, at, policy_hash, has_facts, vf, vraw, vrows, tf, "
-      "traw, trows"
+      "traw, trows, s.policy_revisions AS policy_revisions, s.policy_versions AS policy_versions"
     for vector in (True, False) for text in (True, False)
 }
 
@@ -334,7 +338,12 @@ VERSIONS_PER_KEY = 8
 
 
 class PolicyChangedError(Exception):
-    """The stored policy is not the one the caller resolved (dropped and re-registered): reload it."""
+    """The stored policy is not the one the caller resolved (dropped and re-registered): reload it.
+    With `default` set, the namespace's default at the revision served is that version instead."""
+
+    def __init__(self, version: str, default: str | None = None) -> None:
+        super().__init__(version)
+        self.default = default
 
 
 def _round(x: float) -> float:
@@ -380,6 +389,11 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
                 f"as_of_revision must be between 0 and the store revision {state_revision}",
                 field="as_of_revision", limit=state_revision,
             )
+        if req.check_default:
+            default = default_policy_at(policy_changes(got["policy_revisions"], got["policy_versions"]),
+                                        int(got["rev"]))
+            if default != req.policy.version:
+                raise PolicyChangedError(req.policy.version, default)
         if req.check_policy and got["policy_hash"] != req.policy_hash:
             raise PolicyChangedError(req.policy.version)
         revision = int(got["rev"])

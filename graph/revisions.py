@@ -16,6 +16,8 @@ from typing import Any
 
 from neo4j import ManagedTransaction
 
+from schema.models import DEFAULT_POLICY
+
 _BUMP = (
     "MERGE (s:Store {namespace: $ns}) "
     "ON CREATE SET s.revision = 0, s.projections_seq = 0, s.created_at = datetime.transaction() "
@@ -47,12 +49,35 @@ def to_py_datetime(value: Any) -> datetime:
 class StoreState:
     revision: int
     projections_seq: int
+    # Every change of the namespace's default policy, as (revision of the settings write, version),
+    # oldest first (kept on the Store as two parallel lists; changes are rare, so they stay short).
+    policy_changes: tuple[tuple[int, str], ...] = ()
+
+    def default_policy_at(self, revision: int) -> str:
+        return default_policy_at(self.policy_changes, revision)
+
+
+def policy_changes(revisions: Any, versions: Any) -> tuple[tuple[int, str], ...]:
+    """The Store's `policy_revisions` / `policy_versions` lists (None when never set) as pairs."""
+    return tuple(zip((int(r) for r in revisions or ()), (str(v) for v in versions or ()), strict=True))
+
+
+def default_policy_at(changes: tuple[tuple[int, str], ...], revision: int) -> str:
+    """The namespace's default policy version in effect at `revision`: the last change at or
+    before it, else the built-in default."""
+    found = DEFAULT_POLICY.version
+    for rev, version in changes:
+        if rev > revision:
+            break
+        found = version
+    return found
 
 
 def store_state(tx: ManagedTransaction, namespace: str) -> StoreState | None:
     record = tx.run(
-        "MATCH (s:Store {namespace: $ns}) RETURN s.revision AS r, s.projections_seq AS p", ns=namespace
+        "MATCH (s:Store {namespace: $ns}) RETURN s.revision AS r, s.projections_seq AS p, "
+        "s.policy_revisions AS pr, s.policy_versions AS pv", ns=namespace
     ).single()
     if record is None:
         return None
-    return StoreState(int(record["r"]), int(record["p"] or 0))
+    return StoreState(int(record["r"]), int(record["p"] or 0), policy_changes(record["pr"], record["pv"]))

@@ -18,8 +18,9 @@ from typing import Any
 
 from neo4j import Driver, ManagedTransaction
 
+from graph import temporal
 from graph.revisions import Revision, bump, to_py_datetime
-from graph.visibility import OPEN
+from graph.visibility import OPEN, from_micros, micros
 from schema.errors import ConflictError, NotFoundError
 from schema.models import Claim, ClaimInput, IngestItemResult, RetractResult, iso
 
@@ -65,7 +66,7 @@ def _props(p: PreparedClaim, namespace: str) -> dict[str, Any]:
         "metadata_json": json.dumps(c.metadata, sort_keys=True, separators=(",", ":")),
     }
     optional = {"claim_key": c.claim_key, "tau": c.tau, "valid_from": c.valid_from,
-                "valid_to": c.valid_to, "idempotency_key": c.idempotency_key}
+                "valid_to": c.valid_to, "idempotency_key": c.idempotency_key, "correction": c.correction or None}
     props.update({k: v for k, v in optional.items() if v is not None})
     return props
 
@@ -83,7 +84,10 @@ def _write_batch(tx: ManagedTransaction, namespace: str, items: Sequence[Prepare
             for r in tx.run(
                 "UNWIND $keys AS k MATCH (c:Claim {namespace: $ns, idempotency_key: k}) "
                 "OPTIONAL MATCH (c)-[s:SUPERSEDES {reason: 'claim_key'}]->(old:Claim) WHERE s.revision = c.revision "
-                "RETURN k AS key, c.id AS id, c.revision AS revision, old.id AS supersedes",
+                "WITH k, c, min(CASE WHEN coalesce(s.kind, 'correction') = 'correction' THEN old.id END) "
+                "AS supersedes, "
+                "min(CASE WHEN s.kind = 'succession' THEN old.id END) AS closes "
+                "RETURN k AS key, c.id AS id, c.revision AS revision, supersedes, closes",
                 keys=sorted(keyed), ns=namespace,
             )
         }
@@ -93,7 +97,7 @@ def _write_batch(tx: ManagedTransaction, namespace: str, items: Sequence[Prepare
             if key and key in seen:
                 r = seen[key]
                 results[p.index] = IngestItemResult(index=p.index, ok=True, id=r["id"], revision=r["revision"],
-                                                    supersedes=r["supersedes"], duplicate=True)
+                                                    supersedes=r["supersedes"], closes=r["closes"], duplicate=True)
             elif key and key in first_in_batch:
                 results[p.index] = IngestItemResult(index=p.index, ok=True, id=first_in_batch[key].id,
                                                     revision=rev.number, duplicate=True)
@@ -106,31 +110,16 @@ def _write_batch(tx: ManagedTransaction, namespace: str, items: Sequence[Prepare
     if not fresh:
         raise _NothingToWrite([results[i] for i in sorted(results)])
 
-    # Supersession: the DB's current claim per key, then the batch's own order within a key.
-    keys = sorted({p.claim.claim_key for p in fresh if p.claim.claim_key})
-    current: dict[str, str] = {}
-    if keys:
-        for r in tx.run(
-            "UNWIND $keys AS k MATCH (c:Claim {namespace: $ns, claim_key: k}) WHERE c.status = 'current' "
-            "RETURN k AS key, c.id AS id ORDER BY c.revision, c.id",
-            keys=keys, ns=namespace,
-        ):
-            current[r["key"]] = r["id"]
-    pairs: list[dict[str, str]] = []
-    for p in fresh:
-        key = p.claim.claim_key
-        if key is None:
-            continue
-        if key in current:
-            pairs.append({"new": p.id, "old": current[key]})
-        current[key] = p.id
-
+    plans = _plan_keys(tx, namespace, fresh, rev.number)
+    ends = {cid: until for st in plans.values() for cid, until in st.plan.ends.items()}
     tx.run(
         "UNWIND $rows AS row CREATE (c:Claim) SET c = row.props, c.revision = $rev, c.recorded_at = $at, "
-        "c.status = 'current', c.vis_from = [$rev], c.vis_to = [$open] "
+        "c.status = 'current', c.vis_from = [$rev], c.vis_to = [$open], c.vis_until = [row.until], "
+        "c.valid_until = row.valid_until "
         "WITH c, row CALL db.create.setNodeVectorProperty(c, 'embedding', "
         "[x IN split(row.embedding, ',') | toFloat(x)])",
-        rows=[{"props": _props(p, namespace), "embedding": vector_text(p.embedding)} for p in fresh],
+        rows=[{"props": _props(p, namespace), "embedding": vector_text(p.embedding),
+               **_until_row(ends.get(p.id, micros(p.claim.valid_to)))} for p in fresh],
         rev=rev.number, at=rev.at, open=OPEN,
     ).consume()
     if len(fresh) != len(items):
@@ -140,22 +129,133 @@ def _write_batch(tx: ManagedTransaction, namespace: str, items: Sequence[Prepare
             "SET s.claims = s.claims - $replays, k.claims = k.claims - $replays",
             ns=namespace, rev=rev.number, replays=len(items) - len(fresh),
         ).consume()
-    if pairs:
-        _supersede(tx, namespace, pairs, rev)
-    supersedes = {pair["new"]: pair["old"] for pair in pairs}
+    fresh_ids = {p.id for p in fresh}
+    _apply_plans(tx, namespace, plans, rev, fresh_ids)
+    supersedes: dict[str, str] = {}
+    closes: dict[str, str] = {}
+    for st in plans.values():
+        for new_id, old_id in st.plan.corrections:
+            supersedes.setdefault(new_id, old_id)
+        for later, earlier in sorted(st.plan.add_successions):
+            if later in fresh_ids:
+                closes.setdefault(later, earlier)
     for p in fresh:
         results[p.index] = IngestItemResult(index=p.index, ok=True, id=p.id, revision=rev.number,
-                                            supersedes=supersedes.get(p.id))
+                                            supersedes=supersedes.get(p.id), closes=closes.get(p.id))
     return [results[i] for i in sorted(results)]
 
 
+_LIVE_VERSIONS = (
+    "UNWIND $keys AS k MATCH (c:Claim {namespace: $ns, claim_key: k}) WHERE c.status = 'current' "
+    "RETURN k AS key, c.id AS id, c.revision AS revision, coalesce(c.batch_index, 0) AS pos, "
+    "c.valid_from AS valid_from, c.valid_to AS valid_to, coalesce(c.correction, false) AS correction, "
+    "coalesce(c.vis_until[-1], CASE WHEN c.valid_to IS NULL THEN $open END) AS until, "
+    "COLLECT { MATCH (c)<-[s:SUPERSEDES {kind: 'succession'}]-(n:Claim) WHERE s.undone_at_revision IS NULL "
+    "RETURN [n.id, c.id] } + COLLECT { MATCH (c)-[s:SUPERSEDES {kind: 'succession'}]->(o:Claim) "
+    "WHERE s.undone_at_revision IS NULL RETURN [c.id, o.id] } AS edges"
+)
+
+
+@dataclass(frozen=True)
+class _KeyState:
+    plan: temporal.KeyPlan
+    before: dict[str, int | None]  # effective end of each previously live version (None: unknown)
+    declared: dict[str, int]       # stated end of each previously live version
+
+
+def _plan_keys(tx: ManagedTransaction, namespace: str, fresh: Sequence[PreparedClaim], rev: int,
+               extra_keys: Sequence[str] = ()) -> dict[str, _KeyState]:
+    """Read the live versions of every key the batch writes (and of `extra_keys`) and plan each key's
+    timeline (graph.temporal)."""
+    keys = sorted({p.claim.claim_key for p in fresh if p.claim.claim_key} | set(extra_keys))
+    if not keys:
+        return {}
+    live: dict[str, list[temporal.Version]] = {k: [] for k in keys}
+    before: dict[str, dict[str, int | None]] = {k: {} for k in keys}
+    declared: dict[str, dict[str, int]] = {k: {} for k in keys}
+    active: dict[str, set[tuple[str, str]]] = {k: set() for k in keys}
+    for r in tx.run(_LIVE_VERSIONS, keys=keys, ns=namespace, open=OPEN):
+        key, cid = r["key"], r["id"]
+        live[key].append(_version(r))
+        before[key][cid] = None if r["until"] is None else int(r["until"])
+        declared[key][cid] = micros(as_datetime(r["valid_to"]))
+        active[key].update((str(a), str(b)) for a, b in r["edges"])
+    incoming: dict[str, list[temporal.Version]] = {k: [] for k in keys}
+    for p in fresh:
+        if p.claim.claim_key:
+            incoming[p.claim.claim_key].append(temporal.Version(
+                p.id, (rev, p.index), p.claim.valid_from, p.claim.valid_to, p.claim.correction))
+    # `active` holds every succession edge in force that touches a live version; an edge between two
+    # versions that are no longer live was undone when the second of them stopped being live.
+    return {key: _KeyState(temporal.plan_key(live[key], incoming[key], active[key]), before[key], declared[key])
+            for key in keys}
+
+
+def _until_row(until: int) -> dict[str, Any]:
+    return {"until": until, "valid_until": from_micros(until)}
+
+
+def _apply_plans(tx: ManagedTransaction, namespace: str, plans: dict[str, _KeyState], rev: Revision,
+                 fresh_ids: set[str]) -> None:
+    """Write what the key plans decided: corrections, changed world-time ends, succession edges."""
+    pairs = [{"new": n, "old": o} for st in plans.values() for n, o in st.plan.corrections]
+    if pairs:
+        _supersede(tx, namespace, pairs, rev)
+    corrected = {o for st in plans.values() for _, o in st.plan.corrections}
+    changed = [
+        {"id": cid, "declared": st.declared[cid], **_until_row(until)}
+        for st in plans.values() for cid, until in sorted(st.plan.ends.items())
+        if cid not in fresh_ids and cid not in corrected and st.before.get(cid) != until
+    ]
+    set_world_ends(tx, namespace, changed, rev.number)
+    _relink(tx, namespace, plans_add=[p for st in plans.values() for p in sorted(st.plan.add_successions)],
+            plans_drop=[p for st in plans.values() for p in sorted(st.plan.drop_successions)], rev=rev)
+
+
+def set_world_ends(tx: ManagedTransaction, namespace: str, rows: list[dict[str, Any]], rev: int) -> None:
+    """Give live claims a new world-time end from revision `rev` on: their open store interval is
+    split at `rev`, so as-of recalls before it keep the old end. Rows: {id, declared, until, valid_until}."""
+    if not rows:
+        return
+    tx.run(
+        "UNWIND $rows AS row MATCH (c:Claim {namespace: $ns, id: row.id}) USING INDEX c:Claim(id) "
+        "WITH c, row, coalesce(c.vis_until, [x IN c.vis_from | row.declared]) AS until "
+        "SET c.valid_until = row.valid_until, c.vis_until = CASE WHEN c.vis_from[-1] = $rev "
+        "  THEN until[..-1] + [row.until] ELSE until + [row.until] END, "
+        "c.vis_from = CASE WHEN c.vis_from[-1] = $rev THEN c.vis_from ELSE c.vis_from + [$rev] END, "
+        "c.vis_to = CASE WHEN c.vis_from[-1] = $rev THEN c.vis_to ELSE c.vis_to[..-1] + [$rev, $open] END",
+        rows=rows, ns=namespace, rev=rev, open=OPEN,
+    ).consume()
+
+
+def _relink(tx: ManagedTransaction, namespace: str, *, plans_add: list[tuple[str, str]],
+            plans_drop: list[tuple[str, str]], rev: Revision) -> None:
+    """Succession edges follow the timeline: (later)-[:SUPERSEDES {kind: 'succession'}]->(earlier) for
+    each pair where the later version's start closes the earlier window; undone when that stops."""
+    if plans_drop:
+        tx.run(
+            "UNWIND $pairs AS pair MATCH (n:Claim {namespace: $ns, id: pair[0]})-[s:SUPERSEDES {kind: 'succession'}]->"
+            "(o:Claim {namespace: $ns, id: pair[1]}) WHERE s.undone_at_revision IS NULL "
+            "SET s.undone_at_revision = $rev, s.undone_at = $at, s.undone_reason = 'timeline changed'",
+            pairs=[list(p) for p in plans_drop], ns=namespace, rev=rev.number, at=rev.at,
+        ).consume()
+    if plans_add:
+        tx.run(
+            "UNWIND $pairs AS pair "
+            "MATCH (n:Claim {namespace: $ns, id: pair[0]}), (o:Claim {namespace: $ns, id: pair[1]}) "
+            "USING INDEX n:Claim(id) USING INDEX o:Claim(id) "
+            "CREATE (n)-[:SUPERSEDES {revision: $rev, at: $at, reason: 'claim_key', kind: 'succession', "
+            "valid_until: o.valid_until}]->(o)",
+            pairs=[list(p) for p in plans_add], ns=namespace, rev=rev.number, at=rev.at,
+        ).consume()
+
+
 def _supersede(tx: ManagedTransaction, namespace: str, pairs: list[dict[str, str]], rev: Revision) -> None:
-    """Close every superseded claim and link it, in one statement.
+    """Hide every corrected claim at every world time and link it, in one statement.
 
     One UNWIND instead of one round-trip per pair (~200 per 1,000-claim batch at 20% key reuse).
-    Row order cannot matter: `_write_batch` builds `pairs` so each claim is `old` at most once and
-    `new` at most once (a chain a→b→c in one batch is the two disjoint rows b→a and c→b), so no
-    row reads what another row writes.
+    Row order cannot matter: each claim is corrected at most once (`graph.temporal.plan_key` removes
+    it from the live versions), so no row reads what another row writes.
     """
     tx.run(
         "UNWIND $pairs AS pair "
@@ -163,7 +263,7 @@ def _supersede(tx: ManagedTransaction, namespace: str, pairs: list[dict[str, str
         "USING INDEX new:Claim(id) USING INDEX old:Claim(id) "
         "SET old.status = 'superseded', old.superseded_at_revision = $rev, "
         "old.vis_to = old.vis_to[..-1] + [$rev] "
-        "CREATE (new)-[:SUPERSEDES {revision: $rev, at: $at, reason: 'claim_key'}]->(old)",
+        "CREATE (new)-[:SUPERSEDES {revision: $rev, at: $at, reason: 'claim_key', kind: 'correction'}]->(old)",
         pairs=pairs, ns=namespace, rev=rev.number, at=rev.at,
     ).consume()
 
@@ -181,10 +281,19 @@ def write_claims(driver: Driver, namespace: str, items: Sequence[PreparedClaim],
 
 
 def _retract(tx: ManagedTransaction, namespace: str, claim_id: str, reason: str) -> RetractResult:
+    """Retract a claim and undo exactly what it changed, on both axes.
+
+    What it hid comes back — unless a later version of the same key, still standing, would itself
+    have corrected it (then that version hides it from now on, so a key never gets a second live
+    version at one instant). Corrections it made are undone even when the claim was no longer live
+    itself; an inferred supersession is undone when the inferring claim was still live (an inferred
+    chain old ← middle ← newest keeps hiding `old` when `middle` goes). Then every key it touched
+    has its world-time timeline recomputed (graph.temporal), which reopens a window it had closed.
+    """
     # Lock first, then read: the status must be the one no concurrent writer can still change.
     # Raising below rolls the whole transaction back, revision bump included.
     rev = bump(tx, namespace, "retract", 1)
-    found = tx.run("MATCH (c:Claim {namespace: $ns, id: $id}) RETURN c.status AS status",
+    found = tx.run("MATCH (c:Claim {namespace: $ns, id: $id}) RETURN c.status AS status, c.claim_key AS key",
                    ns=namespace, id=claim_id).single()
     if found is None:
         raise NotFoundError(f"no claim {claim_id!r} in namespace {namespace!r}", field="id")
@@ -198,22 +307,78 @@ def _retract(tx: ManagedTransaction, namespace: str, claim_id: str, reason: str)
         "c.vis_to = CASE WHEN $was_current THEN c.vis_to[..-1] + [$rev] ELSE c.vis_to END",
         ns=namespace, id=claim_id, rev=rev.number, at=rev.at, reason=reason, was_current=was_current,
     ).consume()
-    restored: str | None = None
-    if was_current:
-        # Any reason (claim_key, inferred, manual) is undone the same way. A claim_key claim
-        # replaced one claim; an inferred one may have replaced several current statements of
-        # the same fact, and all of them come back. `restored` names the first by id.
-        ids = sorted(str(r["id"]) for r in tx.run(
-            "MATCH (c:Claim {namespace: $ns, id: $id})-[s:SUPERSEDES]->(old:Claim) "
-            "WHERE old.status = 'superseded' AND s.undone_at_revision IS NULL "
+    hidden = [dict(r) for r in tx.run(
+        "MATCH (c:Claim {namespace: $ns, id: $id})-[s:SUPERSEDES]->(old:Claim) "
+        "WHERE old.status = 'superseded' AND s.undone_at_revision IS NULL "
+        "AND coalesce(s.kind, '') <> 'succession' AND ($was_current OR s.reason = 'claim_key') "
+        "RETURN old.id AS id, old.claim_key AS key, old.revision AS revision, coalesce(old.batch_index, 0) AS pos, "
+        "old.valid_from AS valid_from, old.valid_to AS valid_to, coalesce(old.correction, false) AS correction "
+        "ORDER BY old.id",
+        ns=namespace, id=claim_id, was_current=was_current,
+    )]
+    keep_hidden = _still_corrected(tx, namespace, claim_id, hidden)
+    restored_ids = [h["id"] for h in hidden if h["id"] not in keep_hidden]
+    tx.run(
+        "MATCH (c:Claim {namespace: $ns, id: $id})-[s:SUPERSEDES]->(old:Claim) "
+        "WHERE old.id IN $ids AND s.undone_at_revision IS NULL "
+        "SET s.undone_at_revision = $rev, s.undone_at = $at, s.undone_reason = 'retracted'",
+        ns=namespace, id=claim_id, ids=[h["id"] for h in hidden], rev=rev.number, at=rev.at,
+    ).consume()
+    if restored_ids:
+        tx.run(
+            "UNWIND $ids AS oid MATCH (old:Claim {namespace: $ns, id: oid}) USING INDEX old:Claim(id) "
             "SET old.status = 'current', old.restored_at_revision = $rev, "
-            "old.vis_from = old.vis_from + [$rev], old.vis_to = old.vis_to + [$open], "
-            "s.undone_at_revision = $rev, s.undone_at = $at, s.undone_reason = 'retracted' "
-            "RETURN old.id AS id",
-            ns=namespace, id=claim_id, rev=rev.number, at=rev.at, open=OPEN,
-        ))
-        restored = ids[0] if ids else None
-    return RetractResult(id=claim_id, revision=rev.number, restored=restored)
+            "old.vis_until = coalesce(old.vis_until, [x IN old.vis_from | $open]) + "
+            "[CASE WHEN old.valid_to IS NULL THEN $open ELSE old.valid_to.epochSeconds * 1000000 "
+            "+ old.valid_to.microsecond END], "
+            "old.vis_from = old.vis_from + [$rev], old.vis_to = old.vis_to + [$open], old.valid_until = old.valid_to",
+            ids=restored_ids, ns=namespace, rev=rev.number, open=OPEN,
+        ).consume()
+    if keep_hidden:
+        tx.run(
+            "UNWIND $pairs AS pair "
+            "MATCH (new:Claim {namespace: $ns, id: pair[0]}), (old:Claim {namespace: $ns, id: pair[1]}) "
+            "CREATE (new)-[:SUPERSEDES {revision: $rev, at: $at, reason: 'claim_key', kind: 'correction'}]->(old)",
+            pairs=[[by, old] for old, by in sorted(keep_hidden.items())], ns=namespace, rev=rev.number, at=rev.at,
+        ).consume()
+    keys = sorted({str(k) for k in [found["key"], *(h["key"] for h in hidden if h["id"] in restored_ids)] if k})
+    if keys:
+        plans = _plan_keys(tx, namespace, [], rev.number, keys)
+        _apply_plans(tx, namespace, plans, rev, set())
+    return RetractResult(id=claim_id, revision=rev.number, restored=restored_ids[0] if restored_ids else None)
+
+
+def _still_corrected(tx: ManagedTransaction, namespace: str, retracted: str,
+                     hidden: list[dict[str, Any]]) -> dict[str, str]:
+    """Of the keyed claims `retracted` had corrected, those a later, still-standing version of their key
+    corrects as well (graph.temporal.corrects): old id → the earliest such version."""
+    keyed = [h for h in hidden if h["key"] is not None]
+    if not keyed:
+        return {}
+    later = tx.run(
+        "UNWIND $keys AS k MATCH (c:Claim {namespace: $ns, claim_key: k}) "
+        "WHERE c.status <> 'retracted' AND c.id <> $retracted "
+        "RETURN k AS key, c.id AS id, c.revision AS revision, coalesce(c.batch_index, 0) AS pos, "
+        "c.valid_from AS valid_from, c.valid_to AS valid_to, coalesce(c.correction, false) AS correction",
+        keys=sorted({h["key"] for h in keyed}), ns=namespace, retracted=retracted,
+    )
+    versions: dict[str, list[temporal.Version]] = {}
+    for r in later:
+        versions.setdefault(r["key"], []).append(_version(r))
+    out: dict[str, str] = {}
+    for h in keyed:
+        old = _version(h)
+        hits = sorted((v for v in versions.get(h["key"], []) if v.order > old.order and temporal.corrects(v, old)),
+                      key=lambda v: (v.order, v.id))
+        if hits:
+            out[h["id"]] = hits[0].id
+    return out
+
+
+def _version(r: Any) -> temporal.Version:
+    """A claim row (id, revision, pos, valid_from, valid_to, correction) as the timeline rules see it."""
+    return temporal.Version(str(r["id"]), (int(r["revision"]), int(r["pos"])), as_datetime(r["valid_from"]),
+                            as_datetime(r["valid_to"]), bool(r["correction"]))
 
 
 def retract(driver: Driver, namespace: str, claim_id: str, reason: str,
@@ -224,8 +389,8 @@ def retract(driver: Driver, namespace: str, claim_id: str, reason: str,
 
 CLAIM_FIELDS = (
     "c {.id, .namespace, .content, .source, .claim_key, .tau, .metadata_json, .recorded_at, .revision, "
-    ".valid_from, .valid_to, .status, .superseded_at_revision, .retracted_at_revision, .retraction_reason, "
-    ".batch_index}"
+    ".valid_from, .valid_to, .valid_until, .status, .superseded_at_revision, .retracted_at_revision, "
+    ".retraction_reason, .batch_index}"
 )
 
 
@@ -238,6 +403,7 @@ def claim_from_record(row: dict[str, Any], default_tau: float) -> Claim:
         claim_key=row.get("claim_key"), tau=float(row.get("tau") or default_tau),
         metadata=json.loads(row.get("metadata_json") or "{}"), recorded_at=dt(row["recorded_at"]) or "",
         revision=int(row["revision"]), valid_from=dt(row.get("valid_from")), valid_to=dt(row.get("valid_to")),
+        valid_until=dt(row.get("valid_until", row.get("valid_to"))) if row["status"] == "current" else None,
         status=row["status"], superseded_at_revision=row.get("superseded_at_revision"),
         retracted_at_revision=row.get("retracted_at_revision"), retraction_reason=row.get("retraction_reason"),
     )

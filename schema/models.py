@@ -11,9 +11,10 @@ import json
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from schema import limits
+from schema.dates import parse_instant
 
 ClaimStatus = Literal["current", "superseded", "retracted"]
 
@@ -43,11 +44,16 @@ class ClaimInput(BaseModel):
     idempotency_key: str | None = Field(
         default=None, min_length=1, max_length=limits.MAX_IDEMPOTENCY_KEY_CHARS
     )
+    # With a claim_key: this write corrects (hides at every world time) every version of the key
+    # whose stated window overlaps its own, instead of the default rules of docs/TEMPORAL.md.
+    correction: bool = False
 
-    @field_validator("valid_from", "valid_to")
+    @field_validator("valid_from", "valid_to", mode="before")
     @classmethod
-    def _aware(cls, v: datetime | None) -> datetime | None:
-        return None if v is None else utc(v)
+    def _instant(cls, v: Any, info: ValidationInfo) -> datetime | None:
+        # "before": pydantic's own datetime coercion (numbers and numeric strings as Unix seconds,
+        # so "2017" would be 1970-01-01T00:33:37Z) never sees the raw value; see schema/dates.py.
+        return parse_instant(v, info.field_name or "input")
 
     @field_validator("metadata")
     @classmethod
@@ -64,6 +70,8 @@ class ClaimInput(BaseModel):
     def _window(self) -> ClaimInput:
         if self.valid_from and self.valid_to and self.valid_to <= self.valid_from:
             raise ValueError("valid_to must be after valid_from")
+        if self.correction and self.claim_key is None:
+            raise ValueError("correction needs a claim_key: it says which versions it corrects")
         return self
 
 
@@ -168,6 +176,9 @@ class Claim(BaseModel):
     valid_from: str | None
     valid_to: str | None
     status: ClaimStatus
+    # Where the claim's world-time window ends now: its stated `valid_to`, or earlier where a later
+    # version of its key starts (docs/TEMPORAL.md). None: unbounded.
+    valid_until: str | None = None
     superseded_at_revision: int | None = None
     retracted_at_revision: int | None = None
     retraction_reason: str | None = None
@@ -179,6 +190,8 @@ class IngestItemResult(BaseModel):
     id: str | None = None
     revision: int | None = None
     supersedes: str | None = None
+    # The version of the key whose world-time window this claim's start closed (a succession).
+    closes: str | None = None
     duplicate: bool = False
     error: dict[str, Any] | None = None
 
@@ -199,11 +212,16 @@ class RetractResult(BaseModel):
 
 
 class HistoryEvent(BaseModel):
-    kind: Literal["recorded", "superseded", "retracted", "restored"]
+    """One change to a claim, on either axis. Store time: `recorded`, `superseded` (a correction hid
+    it at every world time), `restored`, `retracted`. World time: `closed` (a later version's start
+    ended its window at `valid_until`) and `reopened` (that closing was undone)."""
+
+    kind: Literal["recorded", "superseded", "retracted", "restored", "closed", "reopened"]
     revision: int
     at: str
     by: str | None = None
     reason: str | None = None
+    valid_until: str | None = None
 
 
 class HistoryEntry(BaseModel):
@@ -338,11 +356,43 @@ class ContextPacket(BaseModel):
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()
 
 
+class CheckViolation(BaseModel):
+    check: str
+    detail: str
+
+
+class CheckReport(BaseModel):
+    """What `palimpsest check` found: how many cases each invariant was checked on, and what broke
+    (`violation_counts` is exact; `violations` lists the first few of each check)."""
+
+    namespace: str
+    revision: int
+    claims: int
+    checked: dict[str, int]
+    violations: list[CheckViolation]
+    violation_counts: dict[str, int]
+
+    @property
+    def ok(self) -> bool:
+        return not self.violation_counts
+
+
 class StoreStats(BaseModel):
     namespace: str
     revision: int
     projections_seq: int
     claims_by_status: dict[str, int]
+
+
+class NamespaceSettings(BaseModel):
+    """A namespace's stored settings. `default_policy` is the policy every recall without a version
+    and every worker pass use (`default-v1` until one is set); `revision` is the store revision the
+    settings were read at, `changed_at_revision` the write that set the default (None: never set)."""
+
+    namespace: str
+    default_policy: str
+    revision: int
+    changed_at_revision: int | None = None
 
 
 def now_utc() -> datetime:

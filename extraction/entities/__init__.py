@@ -14,6 +14,7 @@ from extraction.entities.extractors import (
 from extraction.entities.job import (
     ClaimText,
     EntityJobResult,
+    EntityVectors,
     KnownEntity,
     LinkResult,
     Neighbour,
@@ -21,6 +22,7 @@ from extraction.entities.job import (
     backfill_links,
     build_matcher,
     entity_id,
+    exact_cosine,
     link_and_propose,
     resolve,
 )
@@ -29,9 +31,9 @@ from extraction.entities.matcher import EntityMatcher, Match
 from extraction.entities.normalize import canonical, code_signature, is_value, query_phrases
 
 __all__ = [
-    "ClaimText", "EntityJobResult", "EntityMatcher", "ExtractedFact", "Extraction", "Extractor", "ExtractorOptions",
-    "KnownEntity", "LinkResult", "LlmExtractor", "LlmExtractorOptions", "Match", "Mention", "Neighbour", "NewEntity",
-    "OfflineExtractor", "ResolvedFact", "backfill_links", "build_matcher", "canonical", "code_signature",
-    "entity_id", "is_value", "link_and_propose", "normalize_predicate", "propose", "query_phrases", "resolve",
-    "resolve_facts",
+    "ClaimText", "EntityJobResult", "EntityMatcher", "EntityVectors", "ExtractedFact", "Extraction", "Extractor",
+    "ExtractorOptions", "KnownEntity", "LinkResult", "LlmExtractor", "LlmExtractorOptions", "Match", "Mention",
+    "Neighbour", "NewEntity", "OfflineExtractor", "ResolvedFact", "backfill_links", "build_matcher", "canonical",
+    "code_signature", "entity_id", "exact_cosine", "is_value", "link_and_propose", "normalize_predicate", "propose",
+    "query_phrases", "resolve", "resolve_facts",
 ]

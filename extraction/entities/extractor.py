@@ -9,9 +9,10 @@ Three sources, in decreasing order of trust:
   ("well-known", "long-term") are left out by their affixes;
 * **name** — runs of two or more capitalised words ("Ravi Alvarez", "Bank of America"), allowing
   lower-case connectors inside ("of", "de", "van"); a sentence-initial function word is trimmed
-  ("In Paris Hilton's …" → "Paris Hilton"). With `single_names=True`, single capitalised words
-  that do not start a sentence are proposed too (more recall, more noise: measured in
-  benchmarks/multihop.py).
+  ("In Paris Hilton's …" → "Paris Hilton"), and a possessive ends the name ("James Petrova's
+  report" → "James Petrova", not a second entity "james petrova s"). With `single_names=True`,
+  single capitalised words that do not start a sentence are proposed too (more recall, more
+  noise: measured in benchmarks/multihop.py).
 
 Numbers, dates, years and month names are values, never entities (`normalize.is_value`).
 The output is a pure function of (text, metadata, options): sorted, deduplicated by canonical form.
@@ -36,6 +37,7 @@ _SINGLE_RE = re.compile(rf"\b{_WORD}")
 _IDENT_RE = re.compile(r"(?<![\w-])[A-Za-z0-9][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+(?![\w-])")
 _DISAMBIGUATION_RE = re.compile(r"\s*\([^()]*\)\s*$")
 _SENTENCE_START_RE = re.compile(r"(?:^|[.!?:;]\s+|\n\s*|[\"“(]\s*)$")
+_POSSESSIVE_RE = re.compile(r"(?<=\w)['’]s$")
 
 _LEADING = frozenset(word_list(
     "a an the in on at by for from to of with after before during since when while if as but and or "
@@ -97,6 +99,17 @@ def _split_values(words: list[str]) -> list[list[str]]:
     return [r for r in runs if r]
 
 
+def _split_possessives(words: list[str]) -> list[list[str]]:
+    """End a name at a possessive ("Orion Freight's CEO" → "Orion Freight", "CEO")."""
+    runs: list[list[str]] = [[]]
+    for w in words:
+        bare = _POSSESSIVE_RE.sub("", w)
+        runs[-1].append(bare)
+        if bare != w:
+            runs.append([])
+    return [r for r in runs if r]
+
+
 def _trim(words: list[str]) -> list[str]:
     while words and words[0].lower() in _LEADING:
         words = words[1:]
@@ -112,7 +125,7 @@ def propose(text: str, metadata: Mapping[str, Any] | None = None,
     found: dict[str, Mention] = {}
 
     def add(surface: str, kind: MentionKind) -> None:
-        surface = surface.strip(" \t\n'’.,;:")
+        surface = _POSSESSIVE_RE.sub("", surface.strip(" \t\n'’.,;:")).strip(" \t\n'’.,;:")
         key = canonical(surface)
         if not key or is_value(surface) or len(key) < 2:
             return
@@ -128,7 +141,7 @@ def propose(text: str, metadata: Mapping[str, Any] | None = None,
             add(m.group(0), "identifier")
     covered: set[int] = set()
     for m in _NAME_RE.finditer(text):
-        for run in _split_values(m.group(0).split()):
+        for run in (part for values in _split_values(m.group(0).split()) for part in _split_possessives(values)):
             words = _trim(run)
             if 2 <= len(words) <= opts.max_name_tokens:
                 add(" ".join(words), "name")

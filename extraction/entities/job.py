@@ -1,22 +1,42 @@
 """The entity job: claims in, entity nodes, aliases and MENTIONS links out. Pure: no Neo4j, no model.
 
 The worker (api/worker.py) runs it in three steps, because near-duplicate resolution needs
-vectors (a model) and nearest existing entities (the store), and this module may touch neither:
+vectors (a model) and the existing entities' vectors (the store), and this module may touch neither:
 
 1. `link_and_propose` — link each claim to known entities with the Aho-Corasick matcher and
    propose new names (declared subject/title, capitalised names, identifiers);
-2. the worker embeds the unresolved names and asks the store for each one's nearest entities;
+2. the worker embeds the unresolved names and brings its `EntityVectors` of the namespace up to
+   date with the store;
 3. `resolve` — exact canonical match → link; cosine ≥ threshold *and* equal code signature →
    alias of that entity (never "db-7" into "db-9", "Q1" into "Q2"); otherwise a new entity
    whose id is a hash of (namespace, canonical), so re-running a batch MERGEs the same nodes.
 
-Within a batch, proposals are resolved in (revision, claim id, canonical) order and the first
-one wins, so the entity set is a function of the store's history, not of timing.
+Deterministic projections: the entities, their ids, names and aliases, and the MENTIONS (with
+their revisions) are a function of the claims in write order — (revision, position in the ingest
+call), which is the same order whether the claims came one per call or a thousand — and not of
+where the worker cut its batches, of when it ran, or of what else the database holds:
+
+* proposals are resolved in write order, the first wins (its surface, type and revision);
+* a near-duplicate is compared with *every* earlier entity by exact cosine (`EntityVectors`,
+  `exact_cosine`), never with an approximate index's top k, so a batch boundary between two names
+  changes nothing;
+* ids hash (namespace, canonical name);
+* a claim links to every entity one of whose keys occurs in it (`EntityMatcher.find_all`): links
+  only grow as the dictionary grows, so the batch's claims against known names, against the
+  batch's new names, and older claims against the batch's new names and aliases (backfill) add
+  up to the links one batch over everything would make. A link made by a name learnt after the
+  claim exists from the revision that introduced the name.
+
+What it still depends on: the write order (which claim named an entity first), the embedding
+model's vectors for the names (the worker embeds them in padding-free fixed-shape blocks, so
+they do not depend on which other names share a call), and, for backfill, the store's fulltext
+index finding the older claims (`graph.entities.claims_naming`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -45,6 +65,9 @@ class ClaimText:
     # The claim's world-time window; the LLM extractor gives it to facts that state no dates of their own.
     valid_from: datetime | None = None
     valid_to: datetime | None = None
+    # Its place in the ingest call that wrote it (Claim.batch_index): with the revision, the order in
+    # which the claims were written, whether they came one per call or a thousand.
+    position: int = 0
 
 
 @dataclass(frozen=True)
@@ -72,6 +95,12 @@ class Proposal:
     revision: int
     mention: Mention
     type: str
+    position: int = 0  # the claim's ClaimText.position
+
+    @property
+    def order(self) -> tuple[int, int, str, int, str]:
+        """Resolution order: write order of the claims, then trust, then name (see `resolve`)."""
+        return (self.revision, self.position, self.claim_id, TRUST[self.mention.kind], self.mention.canonical)
 
 
 @dataclass
@@ -85,6 +114,9 @@ class EntityJobResult:
     new_entities: list[NewEntity] = field(default_factory=list)
     aliases: dict[str, list[str]] = field(default_factory=dict)   # entity id -> alias surfaces to add
     mentions: list[tuple[str, str, int]] = field(default_factory=list)  # (claim id, entity id, revision)
+    # Every key (canonical name or alias) first resolved in this batch: key -> (entity id, revision
+    # of the claim that introduced it). Older claims naming one are linked from that revision on.
+    introduced: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     @property
     def entity_ids(self) -> list[str]:
@@ -112,106 +144,194 @@ def link_and_propose(claims: Sequence[ClaimText], matcher: EntityMatcher,
     opts = options or ExtractorOptions()
     links: dict[str, set[str]] = {}
     unresolved: list[Proposal] = []
-    for c in sorted(claims, key=lambda c: (c.revision, c.id)):
+    for c in sorted(claims, key=lambda c: (c.revision, c.position, c.id)):
         linked = links.setdefault(c.id, set())
-        linked.update(m.entity_id for m in matcher.find(c.content))
+        linked.update(m.entity_id for m in matcher.find_all(c.content))
         for mention in propose(c.content, c.metadata, opts):
             owner = matcher.owner(mention.canonical)
             if owner is not None:
                 linked.add(owner)
             else:
-                unresolved.append(Proposal(c.id, c.revision, mention, _type_of(mention, c.metadata)))
+                unresolved.append(Proposal(c.id, c.revision, mention, _type_of(mention, c.metadata), c.position))
     return LinkResult(links, unresolved)
+
+
+STAGE_ONE_SLACK = 1e-3  # float32 screening error is < 1e-4 for unit vectors of a few hundred dimensions
+
+
+def exact_cosine(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
+    """Cosine of two vectors, rounded to 6 decimals, computed so that it is the same bits on every
+    call: element-wise products are exact IEEE operations and `math.fsum` rounds the sum once,
+    so no BLAS kernel choice, alignment or summation order can move it. The merge threshold is
+    compared against this value, never against an index score."""
+    x = np.asarray(a, dtype=np.float64)
+    y = np.asarray(b, dtype=np.float64)
+    norm = math.sqrt(math.fsum((x * x).tolist())) * math.sqrt(math.fsum((y * y).tolist()))
+    return round(math.fsum((x * y).tolist()) / norm, 6) if norm > 0 else 0.0
+
+
+class EntityVectors:
+    """Exact near-duplicate search over entity name embeddings (pure numpy, no store).
+
+    The worker keeps one per namespace, filled from `Entity.embedding`, and `resolve` looks every
+    unresolved name up in it: *every* entity is a candidate, not the k nearest an approximate
+    index returns (an HNSW index shared by all namespaces returns the nearest entities of any
+    namespace first, so which of this namespace's entities were seen depended on what else the
+    database held). A float32 matrix product screens; `exact_cosine` decides.
+    """
+
+    def __init__(self, dimension: int | None = None) -> None:
+        self.dimension = dimension
+        self._ids: list[str] = []
+        self._keys: list[str] = []
+        self._names: list[str] = []
+        self._raw: list[np.ndarray] = []
+        self._unit = np.zeros((0, dimension or 0), dtype=np.float32)
+        self._size = 0
+        self._row: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __contains__(self, entity_id: object) -> bool:
+        return entity_id in self._row
+
+    def name_of(self, entity_id: str) -> str | None:
+        row = self._row.get(entity_id)
+        return None if row is None else self._names[row]
+
+    def ids(self) -> list[str]:
+        return list(self._ids)
+
+    def add(self, entity_id: str, key: str, name: str, vector: Sequence[float]) -> None:
+        if entity_id in self._row:
+            return
+        raw = np.asarray(vector, dtype=np.float64)
+        if self.dimension is None:
+            self.dimension = raw.shape[0]
+            self._unit = np.zeros((0, self.dimension), dtype=np.float32)
+        if raw.shape != (self.dimension,):
+            return  # another model's vector: not comparable, never a candidate
+        if self._size == self._unit.shape[0]:
+            grown = np.zeros((max(16, 2 * self._size), self.dimension), dtype=np.float32)
+            grown[: self._size] = self._unit[: self._size]
+            self._unit = grown
+        norm = float(np.linalg.norm(raw))
+        self._unit[self._size] = (raw / norm if norm > 0 else raw).astype(np.float32)
+        self._row[entity_id] = self._size
+        self._ids.append(entity_id)
+        self._keys.append(key)
+        self._names.append(name)
+        self._raw.append(raw)
+        self._size += 1
+
+    def candidates(self, vector: Sequence[float], threshold: float) -> list[tuple[float, str, str]]:
+        """Every entity whose exact cosine to `vector` is ≥ threshold: (cosine, canonical, id)."""
+        if not self._size or self.dimension is None:
+            return []
+        v = np.asarray(vector, dtype=np.float64)
+        if v.shape != (self.dimension,):
+            return []
+        norm = float(np.linalg.norm(v))
+        if norm == 0:
+            return []
+        screen = self._unit[: self._size] @ (v / norm).astype(np.float32)
+        out = []
+        for row in np.nonzero(screen >= threshold - STAGE_ONE_SLACK)[0]:
+            cos = exact_cosine(self._raw[int(row)], v)
+            if cos >= threshold:
+                out.append((cos, self._keys[int(row)], self._ids[int(row)]))
+        return out
 
 
 def resolve(namespace: str, claims: Sequence[ClaimText], linked: LinkResult, *,
             vectors: Mapping[str, Sequence[float]] | None = None,
             neighbours: Mapping[str, Sequence[Neighbour]] | None = None,
+            index: EntityVectors | None = None,
             threshold: float = 0.92) -> EntityJobResult:
     """Turn proposals into links, aliases and new entities; then link every batch claim to the new
-    entities it names anywhere in its text (a name proposed by claim 5 also links claim 2).
+    names it contains anywhere in its text (a name proposed by claim 5 also links claim 2).
 
-    `vectors` maps canonical name → embedding (for near-duplicates inside the batch) and
-    `neighbours` maps canonical name → nearest existing entities (cosine in [-1, 1]). Either may be
-    omitted, which disables embedding-based merging: exact canonical matches still merge.
+    Proposals are taken in write order — (revision, position in its ingest call), then trust
+    within a claim, then canonical name — and each unknown name either becomes an alias of the
+    entity created before it with the highest cosine (≥ threshold, equal code signature; ties to
+    the smaller canonical name) or a new entity. The candidates are every entity created before
+    it: those of earlier batches (`index`, exact cosine; or `neighbours`, precomputed cosines)
+    and those created earlier in this batch (`vectors`). Because earlier batches hold exactly the
+    names earlier in the write order, this is the decision a single batch over all claims would
+    make: where the worker cut its batches does not matter.
+
+    `vectors` maps canonical name → embedding of the name's first surface. Omitting vectors
+    disables embedding-based merging: exact canonical matches still merge.
     """
     vectors = vectors or {}
     neighbours = neighbours or {}
     result = EntityJobResult()
     links = {cid: set(ids) for cid, ids in linked.links.items()}
     by_key: dict[str, str] = {}          # canonical -> entity id, for names resolved in this batch
-    # Earliest revision first; within a revision a declared subject beats a name found in passing
-    # (so its type and surface win), then claim id.
-    proposals = sorted(linked.unresolved,
-                       key=lambda p: (p.revision, TRUST[p.mention.kind], p.claim_id, p.mention.canonical))
-    # Cosine between every pair of the batch's unresolved names, once (numpy): the greedy pass below
-    # then only looks up rows, instead of O(n²) Python dot products.
-    keys = sorted({p.mention.canonical for p in proposals if p.mention.canonical in vectors})
-    row_of = {k: i for i, k in enumerate(keys)}
-    sims = np.zeros((0, 0))
-    if keys:
-        mat = np.asarray([vectors[k] for k in keys], dtype=np.float64)
-        mat /= np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-12)
-        sims = mat @ mat.T
-    created_rows: list[int] = []           # rows (in `keys`) of entities created in this batch, in order
-    created_ids: dict[int, str] = {}
+    created = EntityVectors()            # entities created in this batch, with their vectors
     alias_seen: set[tuple[str, str]] = set()
-    for p in proposals:
+    for p in sorted(linked.unresolved, key=lambda p: p.order):
         key = p.mention.canonical
         target = by_key.get(key)
         if target is None:
             signature = code_signature(key)
-            # 1) an existing entity close enough (and with the same numbers/codes)
-            for nb in sorted(neighbours.get(key, ()), key=lambda n: (-n.cosine, n.entity_id)):
-                if nb.cosine >= threshold and code_signature(nb.name) == signature:
-                    target = nb.entity_id
-                    break
-            # 2) an entity created earlier in this batch
-            row = row_of.get(key)
-            if target is None and row is not None and created_rows:
-                cand = np.asarray(created_rows)
-                scores = np.round(sims[row, cand], 6)
-                best: tuple[float, str] | None = None
-                for idx in np.nonzero(scores >= threshold)[0]:
-                    other = int(cand[idx])
-                    if code_signature(keys[other]) != signature:
-                        continue
-                    cos, oid = float(scores[idx]), created_ids[other]
-                    if best is None or (-cos, oid) < (-best[0], best[1]):
-                        best = (cos, oid)
-                target = best[1] if best else None
-            if target is not None:
+            found: list[tuple[float, str, str]] = [
+                (round(nb.cosine, 6), canonical(nb.name), nb.entity_id) for nb in neighbours.get(key, ())
+                if round(nb.cosine, 6) >= threshold]
+            vector = vectors.get(key)
+            if vector is not None:
+                if index is not None:
+                    found += index.candidates(vector, threshold)
+                found += created.candidates(vector, threshold)
+            same_code = [f for f in found if code_signature(f[1]) == signature]
+            if same_code:
+                target = min(same_code, key=lambda f: (-f[0], f[1], f[2]))[2]
                 if (target, key) not in alias_seen:
                     alias_seen.add((target, key))
                     result.aliases.setdefault(target, []).append(p.mention.surface)
             else:
                 target = entity_id(namespace, key)
                 result.new_entities.append(NewEntity(target, p.mention.surface, key, p.type, p.revision, p.claim_id))
-                if row is not None:
-                    created_rows.append(row)
-                    created_ids[row] = target
+                if vector is not None:
+                    created.add(target, key, p.mention.surface, vector)
             by_key[key] = target
+            result.introduced[key] = (target, p.revision)
         links.setdefault(p.claim_id, set()).add(target)
-    # Second pass: the batch's claims against the names created or aliased in this batch.
-    if by_key:
-        batch_matcher = EntityMatcher((eid, key) for key, eid in by_key.items())
-        for c in claims:
-            links.setdefault(c.id, set()).update(m.entity_id for m in batch_matcher.find(c.content))
     revision_of = {c.id: c.revision for c in claims}
-    result.mentions = sorted((cid, eid, revision_of[cid]) for cid, ids in links.items() for eid in ids)
+    pairs = {(cid, eid): revision_of[cid] for cid, ids in links.items() for eid in ids}
+    # Second pass: the batch's claims against the names first resolved in this batch, linked from the
+    # later of the claim's revision and the name's (what a batch boundary between them would give).
+    if result.introduced:
+        batch_matcher = EntityMatcher((eid, key) for key, (eid, _) in result.introduced.items())
+        for c in claims:
+            for m in batch_matcher.find_all(c.content):
+                revision = max(c.revision, result.introduced[m.key][1])
+                pair = (c.id, m.entity_id)
+                pairs[pair] = min(pairs.get(pair, revision), revision)
+    result.mentions = sorted((cid, eid, rev) for (cid, eid), rev in pairs.items())
     return result
 
 
-def backfill_links(texts: Sequence[tuple[str, str]], new_entities: Sequence[NewEntity]) -> list[tuple[str, str, int]]:
-    """Older claims (id, content) that name entities created in this batch: (claim id, entity id,
-    revision), with the revision of the claim that introduced the entity — the link exists from the
-    moment the store knew the name, so an as-of recall before it never sees it."""
-    if not new_entities or not texts:
+def backfill_links(texts: Sequence[tuple[str, str]], new_entities: Sequence[NewEntity],
+                   introduced: Mapping[str, tuple[str, int]] | None = None) -> list[tuple[str, str, int]]:
+    """Older claims (id, content) that name entities created in this batch — or any key first
+    resolved in it (`EntityJobResult.introduced`: aliases too) — as (claim id, entity id,
+    revision), with the revision that introduced the key: the link exists from the moment the store
+    knew the name, so an as-of recall before it never sees it. Every occurrence counts
+    (`EntityMatcher.find_all`), as in the batch itself."""
+    keys = dict(introduced or {})
+    for e in new_entities:
+        keys.setdefault(e.canonical, (e.id, e.revision))
+    if not keys or not texts:
         return []
-    matcher = EntityMatcher((e.id, e.canonical) for e in new_entities)
-    introduced = {e.id: e.revision for e in new_entities}
-    out = {(cid, m.entity_id, introduced[m.entity_id]) for cid, content in texts for m in matcher.find(content)}
-    return sorted(out)
+    matcher = EntityMatcher((eid, key) for key, (eid, _) in keys.items())
+    out: dict[tuple[str, str], int] = {}
+    for cid, content in texts:
+        for m in matcher.find_all(content):
+            revision = keys[m.key][1]
+            out[(cid, m.entity_id)] = min(out.get((cid, m.entity_id), revision), revision)
+    return sorted((cid, eid, rev) for (cid, eid), rev in out.items())
 
 
 def canonical_keys(names: Sequence[str]) -> list[str]:

@@ -267,7 +267,7 @@ class LlmExtractor:
 
     def _read_claim(self, c: ClaimText, item: LlmClaim, matcher: EntityMatcher, out: Extraction) -> None:
         links = out.linked.links.setdefault(c.id, set())
-        links.update(m.entity_id for m in matcher.find(c.content))
+        links.update(m.entity_id for m in matcher.find_all(c.content))
         proposed: dict[str, Proposal] = {}
 
         def mention(surface: str, kind: str, type_: str) -> str | None:

@@ -5,7 +5,9 @@ stream of the text, both padded with spaces, so a hit always starts and ends on 
 boundary ("db-7" never matches inside "db-77", "api" never inside "rapid"). Overlapping hits
 are resolved longest first, then leftmost ("Bank of America" wins over "America"), which gives
 one deterministic set of links whatever order the dictionary was built in. Matching costs
-O(text + hits), independent of the size of the dictionary.
+O(text + hits), independent of the size of the dictionary. Claims are linked with `find_all`
+(every hit, overlaps included), whose result only grows with the dictionary: that is what makes a
+claim's links the same whichever batch taught the worker each name.
 """
 
 from __future__ import annotations
@@ -53,8 +55,7 @@ class EntityMatcher:
     def owner(self, key: str) -> str | None:
         return self._owner.get(key)
 
-    def find(self, text: str) -> list[Match]:
-        """Non-overlapping matches, longest first then leftmost, returned in text order."""
+    def _hits(self, text: str) -> list[Match]:
         if self._automaton is None:
             return []
         toks = tokens(text)
@@ -69,9 +70,13 @@ class EntityMatcher:
         for end_char, (key, entity_id) in self._automaton.iter(stream):
             start_char = end_char - len(key)  # the word is " key ": end_char is its trailing space
             first = starts.get(start_char)
-            if first is None:
-                continue
-            hits.append(Match(entity_id, key, first, first + key.count(" ") + 1))
+            if first is not None:
+                hits.append(Match(entity_id, key, first, first + key.count(" ") + 1))
+        return hits
+
+    def find(self, text: str) -> list[Match]:
+        """Non-overlapping matches, longest first then leftmost, returned in text order."""
+        hits = self._hits(text)
         hits.sort(key=lambda m: (-(m.end - m.start), m.start, m.entity_id))
         taken: list[Match] = []
         used: set[int] = set()
@@ -83,3 +88,16 @@ class EntityMatcher:
             taken.append(m)
         taken.sort(key=lambda m: (m.start, m.end))
         return taken
+
+    def find_all(self, text: str) -> list[Match]:
+        """Every match, overlapping ones included ("Bank of America Tower" hits "bank of america
+        tower", "bank of america" and "america" if all are keys), in text order.
+
+        This is what links claims to entities: the set of hits only grows as the dictionary grows,
+        so linking a claim against the final dictionary, or against the part known when it was
+        read plus each later batch's new names, gives the same links — longest-first `find` would
+        let a name learnt later hide one linked earlier, making links depend on batch boundaries.
+        """
+        hits = self._hits(text)
+        hits.sort(key=lambda m: (m.start, m.end, m.entity_id))
+        return hits
