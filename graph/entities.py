@@ -16,6 +16,7 @@ projected UNDIRECTED for PageRank. The queries below never call a model: vectors
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,8 @@ from neo4j import Driver, ManagedTransaction
 
 from schema.errors import BadInputError, NotFoundError
 
+_LUCENE_SAFE = re.compile(r"[^\W_]+")  # canonical tokens: letters and digits, no query syntax
+
 
 @dataclass(frozen=True)
 class EntityRow:
@@ -31,6 +34,7 @@ class EntityRow:
     name: str
     canonical: str
     aliases: tuple[str, ...]
+    embedded: bool = False  # has an embedding (the worker's EntityVectors holds those)
 
 
 @dataclass
@@ -50,10 +54,26 @@ def load_dictionary(driver: Driver, namespace: str, database: str | None = None)
     """Every entity of the namespace with its names, ordered by id (the matcher's input)."""
     records, _, _ = driver.execute_query(
         "MATCH (e:Entity {namespace: $ns}) RETURN e.id AS id, e.name AS name, e.canonical AS canonical, "
-        "coalesce(e.aliases, []) AS aliases ORDER BY id",
+        "coalesce(e.aliases, []) AS aliases, e.embedding IS NOT NULL AS embedded ORDER BY id",
         ns=namespace, database_=database, routing_="r",
     )
-    return [EntityRow(r["id"], r["name"], r["canonical"], tuple(r["aliases"])) for r in records]
+    return [EntityRow(r["id"], r["name"], r["canonical"], tuple(r["aliases"]), bool(r["embedded"])) for r in records]
+
+
+def entity_vectors(driver: Driver, namespace: str, ids: Sequence[str], chunk: int = 2000,
+                   database: str | None = None) -> list[tuple[str, str, str, list[float]]]:
+    """(id, canonical, name, embedding) of the given entities that have one, in id order."""
+    out: list[tuple[str, str, str, list[float]]] = []
+    wanted = sorted(set(ids))
+    for i in range(0, len(wanted), chunk):
+        records, _, _ = driver.execute_query(
+            "UNWIND $ids AS id MATCH (e:Entity {namespace: $ns, id: id}) USING INDEX e:Entity(id) "
+            "WHERE e.embedding IS NOT NULL RETURN e.id AS id, e.canonical AS canonical, e.name AS name, "
+            "e.embedding AS embedding ORDER BY id",
+            ids=wanted[i:i + chunk], ns=namespace, database_=database, routing_="r",
+        )
+        out.extend((r["id"], r["canonical"], r["name"], list(r["embedding"])) for r in records)
+    return out
 
 
 def nearest_entities(driver: Driver, namespace: str, vectors: Mapping[str, Sequence[float]], k: int = 3,
@@ -75,19 +95,41 @@ def nearest_entities(driver: Driver, namespace: str, vectors: Mapping[str, Seque
     return out
 
 
+def candidates_query(phrase: str) -> str | None:
+    """A Lucene query matching every claim whose canonical token stream may contain `phrase` (its
+    canonical tokens, space-separated), for the `standard-no-stop-words` analyzer of
+    `claim_content`. A phrase query is not enough: Lucene keeps "bank's", "o'brien", "search_api"
+    and "v2.3" as single terms, where the canonical form has two tokens. So token i must be the
+    start of some term (`t*`, which also covers a trailing "'s"), or be glued by one character to
+    the tokens before it (`t1?t2*`). It misses a phrase whose *first* token is glued to a word before
+    it ("brien" in "o'brien") and scripts Lucene splits differently (CJK); the caller verifies."""
+    toks = phrase.split()
+    if not toks or not all(_LUCENE_SAFE.fullmatch(t) for t in toks):
+        return None
+    clauses = []
+    for i, tok in enumerate(toks):
+        alternatives = [f"{tok}*"] + ["?".join(toks[j:i + 1]) + "*" for j in range(i)]
+        clauses.append("(" + " OR ".join(alternatives) + ")")
+    return " AND ".join(clauses)
+
+
 def claims_naming(driver: Driver, namespace: str, phrases: Sequence[str], max_revision: int,
-                  per_phrase: int = 200, database: str | None = None) -> list[tuple[str, str]]:
-    """Older claims (revision ≤ max_revision) whose text may contain one of the phrases, via the
-    fulltext index as a phrase query: candidates only — the caller verifies with its matcher."""
-    safe = sorted({p for p in phrases if p and all(tok.isalnum() for tok in p.split())})
-    if not safe or max_revision <= 0:
+                  database: str | None = None) -> list[tuple[str, str]]:
+    """Older claims (revision ≤ max_revision) of the namespace whose text may contain one of the
+    phrases (canonical names), via the fulltext index (`candidates_query`): candidates only — the
+    caller verifies with its matcher. No limit: the index is shared by every namespace, and a
+    limit applied before the namespace filter made the links depend on what else the database
+    held; each name is looked up once, when it is introduced, so the total work is bounded by the
+    number of links it makes."""
+    queries = sorted({q for q in (candidates_query(p) for p in phrases if p) if q})
+    if not queries or max_revision <= 0:
         return []
     records, _, _ = driver.execute_query(
-        "UNWIND $phrases AS p "
-        "CALL (p) { CALL db.index.fulltext.queryNodes('claim_content', '\"' + p + '\"', {limit: $limit}) "
+        "UNWIND $queries AS q "
+        "CALL (q) { CALL db.index.fulltext.queryNodes('claim_content', q) "
         "  YIELD node WITH node WHERE node.namespace = $ns AND node.revision <= $rev RETURN node } "
         "RETURN DISTINCT node.id AS id, node.content AS content ORDER BY id",
-        phrases=safe, ns=namespace, rev=max_revision, limit=per_phrase, database_=database, routing_="r",
+        queries=queries, ns=namespace, rev=max_revision, database_=database, routing_="r",
     )
     return [(r["id"], r["content"]) for r in records]
 
@@ -102,14 +144,19 @@ def claims_naming(driver: Driver, namespace: str, phrases: Sequence[str], max_re
 # namespace: given `x.namespace = $ns`, a planner with stale statistics (a fresh database) seeks the
 # namespace index for x and joins — every claim of the namespace once per pair — instead of expanding
 # from a; that made the entity job ~10× slower on a new instance.
+# `r.revision` is the first revision at which the pair was related: the earliest co-mention, a
+# co-mention existing from the later of its two MENTIONS (a link backfilled at revision 9 into a
+# claim of revision 2 relates the pair from 9) — recomputed like the weight, so it is the same
+# whichever batch made which link.
 RELATED_RECOUNT = (
-    "CALL (a, b) { MATCH (a)<-[:MENTIONS]-(x:Claim)-[:MENTIONS]->(b) "
-    "  RETURN count(DISTINCT x) AS w, min(x.revision) AS first } "
+    "CALL (a, b) { MATCH (a)<-[ma:MENTIONS]-(x:Claim)-[mb:MENTIONS]->(b) "
+    "  RETURN count(DISTINCT x) AS w, "
+    "  min(CASE WHEN ma.revision >= mb.revision THEN ma.revision ELSE mb.revision END) AS first } "
     "CALL (a, b) { MATCH (a)<-[:SUBJECT|OBJECT]-(f:Fact)-[:SUBJECT|OBJECT]->(b) "
     "  RETURN count(DISTINCT f) AS fw, min(f.revision) AS ffirst } "
     "MERGE (a)-[r:RELATED]->(b) "
-    "ON CREATE SET r.revision = CASE WHEN ffirst IS NULL OR first <= ffirst THEN first ELSE ffirst END "
-    "SET r.weight = toFloat(w + fw), r.facts = fw "
+    "SET r.revision = CASE WHEN ffirst IS NULL OR first <= ffirst THEN first ELSE ffirst END, "
+    "r.weight = toFloat(w + fw), r.facts = fw "
 )
 
 
@@ -160,6 +207,19 @@ class PageRankRun:
     entities: int
     related: int
     reason: str
+
+
+def graph_fingerprint(tx: ManagedTransaction, namespace: str) -> tuple[int, int, float]:
+    """(entities, RELATED edges, total RELATED weight). Projections only ever add entities, links and
+    facts, so any change to the ranked graph changes this triple: PageRank computed at an equal
+    fingerprint is PageRank of the current graph."""
+    record = tx.run(
+        "CALL () { MATCH (e:Entity {namespace: $ns}) RETURN count(e) AS entities } "
+        "CALL () { MATCH (:Entity {namespace: $ns})-[r:RELATED]->(:Entity) "
+        "  RETURN count(r) AS related, sum(coalesce(r.weight, 1.0)) AS weight } "
+        "RETURN entities, related, weight", ns=namespace,
+    ).single(strict=True)
+    return int(record["entities"]), int(record["related"]), round(float(record["weight"] or 0.0), 6)
 
 
 def graph_size(tx: ManagedTransaction, namespace: str) -> tuple[int, int]:

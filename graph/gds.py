@@ -10,7 +10,8 @@ transaction itself died).
   and writes `Entity.pagerank`. It is a derived view for `topEntities`, not an input of recall,
   so refreshing it never changes a packet. It is recomputed when the graph grew enough since the
   last run (recorded on the Store node): ≥ `min_growth` more RELATED edges or ≥ `min_new_entities`
-  more entities.
+  more entities — and, once the worker has caught up, whenever the graph differs at all from the
+  one last ranked (`exact`), so the idle state's scores are a function of the final graph only.
 * **Personalized PageRank** runs on the bipartite Claim–Entity MENTIONS graph as it was at the
   packet's projections_seq (`m.revision <= $seq`), on the seeds' three-hop neighbourhood: the seed
   entities' mass flows to the claims that mention them and on to their other entities — passage
@@ -30,7 +31,7 @@ from collections.abc import Sequence
 
 from neo4j import Driver, ManagedTransaction
 
-from graph.entities import PageRankRun, graph_size
+from graph.entities import PageRankRun, graph_fingerprint
 
 
 def projection_name(kind: str) -> str:
@@ -47,19 +48,25 @@ def drop_quietly(driver: Driver, names: Sequence[str], database: str | None = No
 
 # ------------------------------------------------------------------------------------ global PageRank
 def refresh_pagerank(driver: Driver, namespace: str, *, min_growth: float = 0.1, min_new_entities: int = 50,
-                     force: bool = False, database: str | None = None) -> PageRankRun:
+                     force: bool = False, exact: bool = False, database: str | None = None) -> PageRankRun:
+    """Recompute global PageRank if the graph grew enough since the last run — or, with `exact`
+    (the worker passes it once a namespace is caught up), if it changed at all: so once projections
+    are idle, `Entity.pagerank` is PageRank of the final graph, whatever batches and passes built it."""
     with driver.session(database=database) as session:
-        entities, related = session.execute_read(graph_size, namespace)
+        entities, related, weight = session.execute_read(graph_fingerprint, namespace)
         record = session.run(
-            "MATCH (s:Store {namespace: $ns}) RETURN s.pagerank_entities AS e, s.pagerank_related AS r", ns=namespace,
+            "MATCH (s:Store {namespace: $ns}) RETURN s.pagerank_entities AS e, s.pagerank_related AS r, "
+            "s.pagerank_weight AS w", ns=namespace,
         ).single()
         last_e = int(record["e"] or 0) if record else 0
         last_r = int(record["r"] or 0) if record else 0
+        last_w = record["w"] if record else None
         if entities == 0:
             return PageRankRun(False, entities, related, "no entities")
         grew = related - last_r >= max(1.0, min_growth * last_r) or entities - last_e >= min_new_entities
-        if not (force or grew or (last_e == 0 and last_r == 0)):
-            return PageRankRun(False, entities, related, "graph unchanged enough")
+        stale = (last_e, last_r, last_w) != (entities, related, weight)
+        if not (force or grew or (last_e == 0 and last_r == 0) or (exact and stale)):
+            return PageRankRun(False, entities, related, "graph unchanged" if exact else "graph unchanged enough")
         name = projection_name("pagerank")
         try:
             session.execute_write(_pagerank_write, namespace, name)
@@ -67,14 +74,20 @@ def refresh_pagerank(driver: Driver, namespace: str, *, min_growth: float = 0.1,
             drop_quietly(driver, [name], database)
         session.run(
             "MATCH (s:Store {namespace: $ns}) SET s.pagerank_entities = $e, s.pagerank_related = $r, "
-            "s.pagerank_at = datetime.transaction()", ns=namespace, e=entities, r=related,
+            "s.pagerank_weight = $w, s.pagerank_at = datetime.transaction()",
+            ns=namespace, e=entities, r=related, w=weight,
         ).consume()
-        return PageRankRun(True, entities, related, "forced" if force else "graph grew")
+        return PageRankRun(True, entities, related, "forced" if force else "graph grew" if grew else "graph changed")
 
 
 def _pagerank_write(tx: ManagedTransaction, namespace: str, name: str) -> None:
     tx.run(
-        "MATCH (a:Entity {namespace: $ns}) OPTIONAL MATCH (a)-[r:RELATED]->(b:Entity) "  # RELATED stays in $ns
+        # Rows in (canonical, id) order, so GDS numbers the nodes and their edges the same way for the
+        # same graph (in any namespace: ids hash the namespace, canonical names do not), and the
+        # power iteration sums in the same order: equal graphs give equal scores, bit for bit.
+        "MATCH (a:Entity {namespace: $ns}) WITH a ORDER BY a.canonical, a.id "
+        "OPTIONAL MATCH (a)-[r:RELATED]->(b:Entity) "  # RELATED stays in $ns
+        "WITH a, r, b ORDER BY a.canonical, a.id, b.canonical, b.id "
         "WITH gds.graph.project($name, a, b, {relationshipProperties: {weight: coalesce(r.weight, 1.0)}}, "
         "{undirectedRelationshipTypes: ['*']}) AS g RETURN g.graphName AS graph",
         ns=namespace, name=name,

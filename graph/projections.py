@@ -44,7 +44,7 @@ from schema.models import DEFAULT_POLICY
 
 _CLAIM = ("{id: c.id, content: c.content, claim_key: c.claim_key, revision: c.revision, "
           "valid_from: c.valid_from, valid_to: c.valid_to, vis_from: c.vis_from, vis_to: c.vis_to, "
-          "metadata_json: c.metadata_json}")
+          "metadata_json: c.metadata_json, batch_index: coalesce(c.batch_index, 0)}")
 _NODE = _CLAIM.replace("c.", "node.")
 
 
@@ -60,6 +60,7 @@ class Subject:
     valid_from: datetime | None
     valid_to: datetime | None
     metadata: dict[str, Any] = field(default_factory=dict)  # for the entity job (declared subject/title)
+    batch_index: int = 0  # place in its ingest call: (claim_revision, batch_index) is the write order
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,7 @@ def _read_batch(tx: ManagedTransaction, ns: str, max_claims: int) -> Batch | Non
             if seq < start <= to_seq and end > start:  # an empty interval was superseded in its own batch
                 subjects.append(Subject(c["id"], c["content"], c["claim_key"], int(c["revision"]), int(start),
                                         _dt(c["valid_from"]), _dt(c["valid_to"]),
-                                        json.loads(c["metadata_json"] or "{}")))
+                                        json.loads(c["metadata_json"] or "{}"), int(c["batch_index"])))
     subjects.sort(key=lambda s: (s.revision, s.id))
     return Batch(ns, seq, to_seq, top, subjects, default_policy)
 

@@ -423,8 +423,8 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
     # Every row carries its exact cosine, PPR's additions included; six decimals, because the same
     # text embedded in different batches differs around 1e-7 and that noise must not decide ranks.
     similarity = {r["id"]: round(float(r["sim"]), 6) for r in [*versions, *pool.rows.values()]}
-    items, ranked_total = _rank(pool.rows.values(), similarity, req.query, policy, reference, lenders, graph_scores,
-                                limit=req.k)
+    items, ranked_total, below_floor = _rank(pool.rows.values(), similarity, req.query, policy, reference, lenders,
+                                             graph_scores, limit=req.k)
     item_ids = [it.id for it in items]
     supersedes, contradiction_rows = _item_links(tx, req.namespace, item_ids, revision, seq)
     items = [it.model_copy(update={"supersedes": supersedes.get(it.id)}) for it in items]
@@ -438,6 +438,7 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
         if reason != "recorded_later":
             setattr(hidden, reason, getattr(hidden, reason) + 1)
     hidden.inferred = len(pool.inferred)
+    hidden.below_relevance = len(below_floor)
     packet = ContextPacket(
         namespace=req.namespace, query=req.query, policy_version=policy.version, k=req.k,
         store_revision=revision, valid_at=iso(req.valid_at), reference_time=iso(reference),
@@ -583,8 +584,9 @@ def weighted_lexical(idf: dict[str, float], content: str) -> float:
 def _rank(rows: Iterable[dict[str, Any]], similarity: dict[str, float], query: str,
           policy: Policy, reference: datetime | None,
           lenders: dict[str, list[dict[str, Any]]] | None = None,
-          graph: dict[str, float] | None = None, *, limit: int) -> tuple[list[PacketItem], int]:
-    """Fuse the ranked lists; the first `limit` items and how many were ranked in all.
+          graph: dict[str, float] | None = None, *, limit: int) -> tuple[list[PacketItem], int, set[str]]:
+    """Fuse the ranked lists; the first `limit` items, how many were ranked in all, and the ids the
+    relevance floor (`policy.min_relevance`) cut.
 
     `graph` (PPR scores, None when graph expansion is off) is a third list: scaled by its maximum
     under linear fusion, ranked under RRF, weighted by `graph_weight`."""
@@ -592,13 +594,15 @@ def _rank(rows: Iterable[dict[str, Any]], similarity: dict[str, float], query: s
     lenders = lenders or {}
     if graph is not None and policy.graph_weight > 0 and policy.ppr_protect_top > 0:
         # The top ranks without graph evidence stay on top; the graph reorders and fills the rest.
-        head, total = _rank(candidates, similarity, query, policy, reference, lenders, None,
-                            limit=min(policy.ppr_protect_top, limit))
-        tail, _ = _rank(candidates, similarity, query, policy.model_copy(update={"ppr_protect_top": 0}),
-                        reference, lenders, graph, limit=limit + len(head))
+        head, total, _ = _rank(candidates, similarity, query, policy, reference, lenders, None,
+                               limit=min(policy.ppr_protect_top, limit))
+        tail, tail_total, tail_cut = _rank(candidates, similarity, query,
+                                           policy.model_copy(update={"ppr_protect_top": 0}),
+                                           reference, lenders, graph, limit=limit + len(head))
         kept = {it.id for it in head}
         merged = (head + [it for it in tail if it.id not in kept])[:limit]
-        return [it.model_copy(update={"rank": n}) for n, it in enumerate(merged, start=1)], total
+        return ([it.model_copy(update={"rank": n}) for n, it in enumerate(merged, start=1)],
+                max(total, tail_total), tail_cut - kept)
     qterms = set(terms(query))
     idf = pool_idf(candidates, qterms, policy.identifier_boost)
     lexical = {r["id"]: _round(weighted_lexical(idf, r["content"])) for r in candidates}
@@ -662,6 +666,10 @@ def _rank(rows: Iterable[dict[str, Any]], similarity: dict[str, float], query: s
         decay = _round(math.exp(-age / tau))
         score = _round(relevance * decay)
         scored.append((score, r, relevance, decay, age, tau))
+    # The floor: a candidate that matches the query this little is not an answer, however fresh; an
+    # empty packet that says so beats k unrelated claims (e.g. when nothing was valid at the time asked).
+    cut = {s[1]["id"] for s in scored if s[2] < policy.min_relevance}
+    scored = [s for s in scored if s[1]["id"] not in cut]
     scored.sort(key=lambda s: (-s[0], -s[1]["revision"], s[1]["id"]))
     items = []
     for rank, (score, r, relevance, decay, age, tau) in enumerate(scored[:limit], start=1):
@@ -676,7 +684,7 @@ def _rank(rows: Iterable[dict[str, Any]], similarity: dict[str, float], query: s
             freshness=Freshness(age_seconds=_round(age), tau_seconds=tau, decay=decay, status="current",
                                 superseded=False, retracted=False),
         ))
-    return items, len(scored)
+    return items, len(scored), cut
 
 
 def _competition_ranks(ordered: list[dict[str, Any]], key: Callable[[dict[str, Any]], Any]) -> dict[str, int]:

@@ -106,6 +106,10 @@ class Policy(BaseModel):
     # Relevance factor for a claim that names a sibling of what the query names ("checkout-gateway"
     # for "checkout-scheduler") and not the thing itself; 1.0 turns the rule off.
     sibling_penalty: float = Field(default=0.5, gt=0, le=1)
+    # Relevance floor: visible candidates whose fused relevance (0..1, before freshness decay) is below
+    # it never enter the packet, and `hidden.below_relevance` counts them. Chosen by measurement on
+    # benchmarks/temporal.py and benchmarks/multihop.py (benchmarks/README.md).
+    min_relevance: float = Field(default=0.0, ge=0, le=1)
     rrf_k: int = Field(default=60, ge=1, le=1000)
     vector_weight: float = Field(default=1.0, ge=0, le=10)
     text_weight: float = Field(default=1.0, ge=0, le=10)
@@ -325,6 +329,8 @@ class HiddenCounts(BaseModel):
     # Of `superseded`: how many were hidden by an inferred supersession (the worker's judgement,
     # not a writer's claim_key), so a caller can tell inference from declared versions.
     inferred: int = 0
+    # Visible candidates left out because their relevance was below the policy's `min_relevance`.
+    below_relevance: int = 0
 
 
 class ContextPacket(BaseModel):

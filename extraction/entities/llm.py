@@ -280,7 +280,7 @@ class LlmExtractor:
                 links.add(owner)
             elif key not in proposed or (kind == "declared" and proposed[key].mention.kind != "declared"):
                 proposed[key] = Proposal(c.id, c.revision, Mention(surface, key, "declared" if kind == "declared"
-                                                                    else "name"), type_)
+                                                                    else "name"), type_, c.position)
             return key
 
         llm_types = {canonical(e.name): _type(e.type) for e in item.entities}

@@ -51,10 +51,10 @@ def test_ppr_reorders_and_fills_below_the_protected_top() -> None:
     sims = {"a": 0.95, "b": 0.9, "c": 0.6, "d": 0.7}
     graph = {"c": 1.0, "d": 0.2}  # PPR strongly favours a bridge claim with little direct match
     query = "What does Ravi Alvarez take?"
-    plain, _ = _rank(rows, sims, query, Policy(version="p"), None, limit=4)
-    off, _ = _rank(rows, sims, query, Policy(version="p", graph_expansion="ppr", graph_weight=3.0,
+    plain, _, _ = _rank(rows, sims, query, Policy(version="p"), None, limit=4)
+    off, _, _ = _rank(rows, sims, query, Policy(version="p", graph_expansion="ppr", graph_weight=3.0,
                                              ppr_protect_top=0), None, None, graph, limit=4)
-    on, total = _rank(rows, sims, query, Policy(version="p", graph_expansion="ppr", graph_weight=3.0,
+    on, total, _ = _rank(rows, sims, query, Policy(version="p", graph_expansion="ppr", graph_weight=3.0,
                                                 ppr_protect_top=2), None, None, graph, limit=4)
     assert off[0].id == "c"  # unprotected, the bridge takes rank 1
     assert [i.id for i in on][:2] == [i.id for i in plain][:2]  # protected: direct hits keep ranks 1-2
