@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import statistics
 import sys
 import time
@@ -127,6 +128,8 @@ class DatasetResult:
     mentions: int
     related: int
     modes: list[ModeResult] = field(default_factory=list)
+    # `palimpsest check` on the namespace after every mode ran: violation counts by invariant (empty: clean).
+    check_violations: dict[str, int] | None = None
 
 
 def _recall_at(ranked: list[int], gold: list[int], k: int) -> float:
@@ -192,7 +195,7 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
 
         result.modes += [baseline("dense"), baseline("bm25")]
         for name, knobs in policies.items():
-            version = name.replace("+", "_")
+            version = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
             mem.register_policy({"version": version, "k": 5, **knobs})
             r2, r5, times = [], [], []
             stable = True
@@ -208,6 +211,7 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
                 r5.append(_recall_at(ranked, q.gold, 5))
             result.modes.append(ModeResult(name, _mean(r2), _mean(r5), round(_pct(times, 0.5), 1),
                                            round(_pct(times, 0.95), 1), stable, json.dumps(knobs, sort_keys=True)))
+        result.check_violations = mem.check().violation_counts
         return result
     finally:
         if not keep:
@@ -278,11 +282,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pooled", action="store_true", help="also run with the 2Wiki corpus as distractors")
     ap.add_argument("--single-names", action="store_true", help="extractor proposes single capitalised words too")
     ap.add_argument("--policy", type=str, default=None, help="JSON knobs of the hybrid+ppr mode (the tuned choice)")
+    ap.add_argument("--min-relevance", type=float, nargs="*", default=[],
+                    help="also run hybrid and hybrid+ppr with each of these relevance floors (policy min_relevance)")
     ap.add_argument("--out", type=Path, default=DEFAULT_RESULTS_DIR / "multihop-latest.json")
     args = ap.parse_args(argv)
     base = dict(BASE)
     if args.policy:
         base["hybrid+ppr"] = {"graph_expansion": "ppr", **json.loads(args.policy)}
+    for floor in args.min_relevance:
+        base[f"hybrid floor={floor:g}"] = {**BASE["hybrid"], "min_relevance": floor}
+        base[f"hybrid+ppr floor={floor:g}"] = {**base["hybrid+ppr"], "min_relevance": floor}
     base = {name: _supported(knobs) for name, knobs in base.items()}
     loaders = {"musique": load_musique, "hotpotqa": load_hotpotqa}
     results = []

@@ -670,6 +670,8 @@ def _parse(args_list: list[str] | None) -> argparse.Namespace:
     p.add_argument("--fusion", choices=["linear", "rrf"], default=None,
                    help="register and use a policy with this fusion instead of the default policy")
     p.add_argument("--text-weight", type=float, default=1.0, help="text weight of that policy (default 1.0)")
+    p.add_argument("--min-relevance", type=float, default=None,
+                   help="register and use a policy with this relevance floor (policy min_relevance)")
     p.add_argument("--quick", action="store_true", help="smoke-test size: keys=10, distractors=40, asof-samples=30")
     p.add_argument("--no-keys", action="store_true", help="ingest without claim keys, twice: inferred supersession "
                    "OFF and ON (two namespaces), worker run after every round")
@@ -733,13 +735,16 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
             results = _measure_no_keys(args, rt, timings)
         else:
             mem = Memory(rt, namespace=ns)
-            if args.fusion:
+            if args.fusion or args.min_relevance is not None:
                 from schema.models import Policy
 
-                args.policy_version = f"bench-{args.fusion}-tw{args.text_weight:g}"
-                mem.register_policy(Policy(version=args.policy_version, fusion=args.fusion,
-                                           text_weight=args.text_weight))
+                fusion = args.fusion or "linear"
+                floor = args.min_relevance or 0.0
+                args.policy_version = f"bench-{fusion}-tw{args.text_weight:g}-floor{floor:g}"
+                mem.register_policy(Policy(version=args.policy_version, fusion=fusion,
+                                           text_weight=args.text_weight, min_relevance=floor))
             results = _measure(args, corpus, rt, mem, timings)
+        results["check"] = _check_all(rt, namespaces)
     finally:
         if not args.keep:
             t0 = time.perf_counter()
@@ -760,6 +765,17 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
     print(render_no_keys_table(results) if args.no_keys else render_table(results))
     _write(results, args.results_dir, "temporal-nokeys" if args.no_keys else "temporal")
     return results
+
+
+def _check_all(rt: Any, namespaces: Sequence[str]) -> dict[str, Any]:
+    """`palimpsest check` on every namespace the run wrote: the store's invariants must hold after it."""
+    from graph.check import check
+
+    out = {}
+    for name in namespaces:
+        report = check(rt.driver, name, rt.settings.database)
+        out[name] = {"ok": report.ok, "claims": report.claims, "violations": report.violation_counts}
+    return out
 
 
 def _cleanup(rt: Any, ns: str) -> None:

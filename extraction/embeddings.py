@@ -88,6 +88,40 @@ class Embedder:
             )
         return [[float(x) for x in row] for row in vectors]
 
+    def embed_stable(self, texts: Sequence[str], *, block: int = 16) -> list[list[float]]:
+        """Embeddings whose bits do not depend on which other texts share the call.
+
+        `embed` pads every text of a batch to the batch's longest, and the padded shape changes
+        which kernels the model's matrix products run, so one name's vector moves by ~1e-7 with
+        its neighbours in the call — enough to flip a merge decision that sits on the threshold.
+        Here texts are grouped by token count (no padding at all) and encoded in blocks of exactly
+        `block` rows (a short block is filled with repeats), so every text is always computed in
+        the same shape. Costs a little more than `embed`; meant for entity names.
+        """
+        if not texts:
+            return []
+        tokenizer = getattr(self._model, "tokenizer", None)
+        if tokenizer is None:
+            return self.embed(texts)
+        unique = sorted(set(texts))
+        limit = int(getattr(self._model, "max_seq_length", None) or 512)
+        ids = tokenizer(unique, truncation=True, max_length=limit)["input_ids"]
+        groups: dict[int, list[str]] = {}
+        for text, tokens in zip(unique, ids, strict=True):
+            groups.setdefault(len(tokens), []).append(text)
+        out: dict[str, list[float]] = {}
+        with self._lock:
+            for length in sorted(groups):
+                group = groups[length]
+                for i in range(0, len(group), block):
+                    chunk = group[i:i + block]
+                    vectors = self._model.encode(
+                        chunk + [chunk[0]] * (block - len(chunk)), batch_size=block, normalize_embeddings=True,
+                        convert_to_numpy=True, show_progress_bar=False,
+                    )
+                    out.update((text, [float(x) for x in row]) for text, row in zip(chunk, vectors, strict=False))
+        return [out[t] for t in texts]
+
     def embed_query(self, text: str) -> list[float]:
         """Queries repeat (agents ask the same thing); cache by text for this model."""
         with self._lock:

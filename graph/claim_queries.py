@@ -54,7 +54,9 @@ def list_claims(driver: Driver, namespace: str, flt: ClaimFilter, first: int, af
         "AND ($status IS NULL OR c.status = $status) "
         "AND ($after IS NULL OR c.recorded_at > $after) AND ($before IS NULL OR c.recorded_at < $before) "
         "AND ($valid_at IS NULL OR ((c.valid_from IS NULL OR c.valid_from <= $valid_at) "
-        "    AND (c.valid_to IS NULL OR c.valid_to > $valid_at))) "
+        "    AND (CASE WHEN c.status = 'current' AND c.vis_until IS NOT NULL THEN c.valid_until ELSE c.valid_to END "
+        "         IS NULL OR CASE WHEN c.status = 'current' AND c.vis_until IS NOT NULL THEN c.valid_until "
+        "         ELSE c.valid_to END > $valid_at))) "
         f"RETURN {CLAIM_FIELDS} AS c, pos ORDER BY c.revision, pos, c.id LIMIT $limit",
         ns=namespace, rev=start_rev, pos=start_pos, id=start_id, source=flt.source, key=flt.claim_key,
         status=flt.status,

@@ -36,7 +36,7 @@ from neo4j import Driver, ManagedTransaction
 from graph import gds
 from graph.facts import packet_beliefs
 from graph.revisions import default_policy_at, policy_changes, to_py_datetime
-from graph.visibility import current_at, hidden_reason
+from graph.visibility import current_at, end_at, from_micros, hidden_reason
 from schema.errors import BadInputError, NotFoundError
 from schema.limits import MAX_CANDIDATES
 from schema.models import (
@@ -251,6 +251,12 @@ def _reason(row: dict[str, Any], revision: int, valid_at: datetime | None) -> st
     )
 
 
+def _window_end(row: dict[str, Any], revision: int) -> datetime | None:
+    """Where a visible row's world-time window ended as of `revision` (its stated end if it records none)."""
+    until = end_at(row["vis_from"], row["vis_to"], row.get("vis_until"), revision)
+    return _dt(row["valid_to"]) if until is None else from_micros(until)
+
+
 def _dt(value: Any) -> datetime | None:
     """Candidate rows carry times as ISO strings (`toString`): decoding hundreds of driver DateTime
     values per recall cost more than the rest of the row; "…Z[UTC]" loses only its zone name."""
@@ -427,7 +433,8 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
                                              graph_scores, limit=req.k)
     item_ids = [it.id for it in items]
     supersedes, contradiction_rows = _item_links(tx, req.namespace, item_ids, revision, seq)
-    items = [it.model_copy(update={"supersedes": supersedes.get(it.id)}) for it in items]
+    items = [it.model_copy(update={"supersedes": supersedes.get(it.id),
+                                   "valid_until": iso(_window_end(pool.rows[it.id], revision))}) for it in items]
     edges, edges_cut = _edges(items, supersedes, policy.d)
     contradictions, contra_cut = _contradictions(contradiction_rows, item_ids, revision, policy.c)
     beliefs, beliefs_cut = (packet_beliefs(tx, req.namespace, item_ids, revision, seq, policy.b)

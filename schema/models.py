@@ -252,6 +252,9 @@ class PacketItem(BaseModel):
     recorded_at: str
     valid_from: str | None
     valid_to: str | None
+    # Where its window ended as of the packet's revision: `valid_to`, or earlier where a later version
+    # of its key starts (docs/TEMPORAL.md). None: unbounded.
+    valid_until: str | None = None
     rank: int
     score: float
     relevance: float

@@ -28,6 +28,7 @@ def test_no_keys_mode_compares_inference_off_and_on(neo4j: Any, tmp_path: Path,
     assert r["metrics"]["inference_on"]["determinism_rate"] == 1.0
     assert set(r["metrics"]) == {"plain_rag", "inference_off", "inference_on"}
     assert (tmp_path / "temporal-nokeys-latest.json").is_file()
+    assert r["check"] and all(c["ok"] for c in r["check"].values()), r["check"]
     assert not (tmp_path / "temporal-latest.json").exists()  # the keyed run's results are left alone
 
 

@@ -30,3 +30,4 @@ def test_quick_temporal_benchmark(neo4j: Any, tmp_path: Path, monkeypatch: pytes
     assert rag["staleness_rate"] > 0.0  # versions are near-paraphrases: similarity alone surfaces old ones
     assert rag["asof_accuracy"] is None
     assert (tmp_path / "temporal-latest.json").is_file()
+    assert results["check"] and all(c["ok"] for c in results["check"].values()), results["check"]

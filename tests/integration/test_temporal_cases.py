@@ -34,6 +34,10 @@ def test_succession_closes_the_old_window_and_keeps_it_for_past_instants(memory:
         "The president of India is Pranab Mukherjee."]
     assert memory.claim(a.id).valid_until == "2017-07-25T00:00:00Z"
     assert memory.claim(a.id).status == "current"
+    then = memory.recall(Q, k=5, valid_at=at(2014)).items[0]
+    assert (then.valid_to, then.valid_until) == (None, "2017-07-25T00:00:00Z")
+    before = memory.recall(Q, k=5, valid_at=at(2014), as_of_revision=a.revision).items[0]
+    assert before.valid_until is None
     entries = memory.history(KEY)
     assert [(e.kind, e.revision) for e in entries[0].events] == [("recorded", a.revision), ("closed", b.revision)]
     assert entries[0].events[1].valid_until == "2017-07-25T00:00:00Z" and entries[0].events[1].by == b.id
@@ -131,3 +135,14 @@ def test_check_reports_a_broken_invariant(memory: Any, driver: Any) -> None:
     assert not report.ok
     assert report.violation_counts.get("one_per_key_and_instant", 0) >= 1
     assert report.violation_counts.get("linear_chains", 0) >= 1
+
+
+def test_check_command_reports_on_the_namespace(memory: Any) -> None:
+    from typer.testing import CliRunner
+
+    from api.cli import app
+
+    memory.ingest("Deploys are allowed on weekdays.", source="s", claim_key="deploy.window")
+    result = CliRunner().invoke(app, ["check", "-n", memory.namespace, "--json"])
+    assert result.exit_code == 0, result.output
+    assert '"violation_counts":{}' in result.output and '"claims":1' in result.output
