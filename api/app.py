@@ -1,7 +1,9 @@
 """The HTTP face: FastAPI with GraphQL (+ GraphiQL) at /graphql, /health and /metrics.
 
 Every request gets a request id (from X-Request-ID or a new one), a JSON log line and a latency
-observation; bodies over the configured size are refused before they are parsed.
+observation. Bodies are counted as they stream and read against a clock (api/body_guard.py):
+over the size cap they answer 413, too slow 408, both before anything parses them; malformed
+GraphQL requests answer a coded 400 (api/graphql_router.py).
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
-from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import HTTPConnection
-from strawberry.fastapi import GraphQLRouter
 
 from api.auth import KeyStore
+from api.body_guard import BodyGuard
+from api.graphql_router import CodedGraphQLRouter
 from api.graphql_schema import Loaders, schema
 from api.observability import Metrics, configure_json_logging
 from api.runtime import Runtime
@@ -31,6 +33,9 @@ from schema.errors import PalimpsestError
 MAX_BODY_BYTES = int(os.environ.get("PALIMPSEST_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
 REQUEST_TIMEOUT_S = float(os.environ.get("PALIMPSEST_REQUEST_TIMEOUT_S", "30"))
 SUBSCRIPTION_POLL_S = float(os.environ.get("PALIMPSEST_SUBSCRIPTION_POLL_S", "1.0"))
+# Read when an app is built (tests shorten them): the longest gap between two pieces of a body,
+# and the longest a whole body may take after the request head.
+BODY_CHUNK_TIMEOUT_ENV, BODY_TIMEOUT_ENV = "PALIMPSEST_BODY_CHUNK_TIMEOUT_S", "PALIMPSEST_BODY_TIMEOUT_S"
 
 
 def _api_key(request: HTTPConnection) -> str | None:
@@ -81,11 +86,6 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
         async def dispatch(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
             rid = request.headers.get("x-request-id") or uuid.uuid4().hex
             request.state.request_id = rid
-            length = request.headers.get("content-length")
-            if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-                return JSONResponse({"errors": [{"message": f"request body over {MAX_BODY_BYTES} bytes",
-                                                 "extensions": {"code": "LIMIT_EXCEEDED", "limit": MAX_BODY_BYTES}}]},
-                                    status_code=413, headers={"x-request-id": rid})
             start = time.perf_counter()
             status = 500
             try:
@@ -101,6 +101,10 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
                                                       "path": request.url.path, "status": status,
                                                       "ms": round(elapsed * 1000, 2)}})
 
+    # Added first, so it runs inside RequestContext: its 413/408 answers are logged and carry the request id.
+    app.add_middleware(BodyGuard, max_bytes=MAX_BODY_BYTES,
+                       chunk_timeout_s=float(os.environ.get(BODY_CHUNK_TIMEOUT_ENV, "10")),
+                       body_timeout_s=float(os.environ.get(BODY_TIMEOUT_ENV, "30")))
     app.add_middleware(RequestContext)
 
     async def context(connection: HTTPConnection) -> dict[str, Any]:
@@ -117,7 +121,7 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
             ctx["auth_error"] = exc
         return ctx
 
-    app.include_router(GraphQLRouter(schema, context_getter=context), prefix="/graphql")
+    app.include_router(CodedGraphQLRouter(schema, context_getter=context), prefix="/graphql")
 
     @app.get("/health")
     def health(request: Request) -> JSONResponse:
@@ -140,12 +144,17 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
 
     @app.get("/metrics")
     def metrics_endpoint(request: Request) -> PlainTextResponse:
+        """Series of a namespace only for callers that may read it (see KeyStore.metrics_namespaces)."""
         try:
-            for ns, lag in worker_lag(request.app.state.runtime).items():
+            labelled = metrics.namespaces()  # before the query: a namespace created meanwhile is kept
+            lags = worker_lag(request.app.state.runtime)
+            metrics.forget_namespaces(labelled - lags.keys())  # dropped namespaces leave /metrics
+            for ns, lag in lags.items():
                 metrics.worker_lag.labels(ns).set(lag)
         except Exception:  # metrics must answer even when the database does not
             logging.getLogger("palimpsest").warning("worker lag unavailable for /metrics")
-        return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        readable = request.app.state.keys.metrics_namespaces(_api_key(request))
+        return PlainTextResponse(metrics.exposition(readable), media_type=CONTENT_TYPE_LATEST)
 
     return app
 
@@ -156,3 +165,19 @@ def worker_lag(rt: Runtime) -> dict[str, int]:
         database_=rt.settings.database, routing_="r",
     )
     return {str(r["ns"]): int(r["lag"]) for r in records}
+
+
+def server_config(app: FastAPI, *, host: str, port: int, limit_concurrency: int = 256) -> Any:
+    """The uvicorn settings `palimpsest serve` runs with (tests start real servers with the same).
+
+    WebSocket through websockets' sans-I/O protocol (graphql-transport-ws subscriptions), frames no
+    larger than a request body; request heads up to 16 KiB; idle keep-alive connections closed
+    after 5 s; past `limit_concurrency` connections or tasks uvicorn answers 503 instead of queueing;
+    on shutdown open connections get 10 s to finish.
+    """
+    import uvicorn
+
+    return uvicorn.Config(app, host=host, port=port, log_level="warning", ws="websockets-sansio",
+                          ws_max_size=MAX_BODY_BYTES, h11_max_incomplete_event_size=16 * 1024,
+                          timeout_keep_alive=5, limit_concurrency=limit_concurrency,
+                          timeout_graceful_shutdown=10, server_header=False)

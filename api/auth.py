@@ -6,6 +6,11 @@ Configuration, from the environment only:
     [{"name": "agent-a", "sha256": "<hex of sha256(key)>", "namespaces": {"ops": ["read", "write"]}}]
 With neither set the service runs in *local mode*: every caller may read and write every
 namespace. That is for `make run` on a laptop (the server binds 127.0.0.1); never expose it.
+
+  PALIMPSEST_METRICS_KEY_SHA256  sha256 hex of an operations key: presented on GET /metrics it
+                                 shows every namespace's series (an API key shows the namespaces
+                                 it may read; no key, only series without a namespace, unless in
+                                 local mode with no metrics key set).
 """
 
 from __future__ import annotations
@@ -61,8 +66,11 @@ class KeyEntry:
 
 
 class KeyStore:
-    def __init__(self, entries: list[KeyEntry]) -> None:
+    def __init__(self, entries: list[KeyEntry], *, metrics_sha256: str | None = None) -> None:
         self.entries = entries
+        if metrics_sha256 is not None and len(metrics_sha256) != 64:
+            raise ValueError("PALIMPSEST_METRICS_KEY_SHA256 must be 64 hex characters")
+        self.metrics_sha256 = metrics_sha256.lower() if metrics_sha256 else None
 
     @property
     def local_mode(self) -> bool:
@@ -72,7 +80,8 @@ class KeyStore:
     def from_env(cls) -> KeyStore:
         path = os.environ.get("PALIMPSEST_API_KEYS_FILE")
         text = Path(path).read_text(encoding="utf-8") if path else os.environ.get("PALIMPSEST_API_KEYS", "")
-        return cls.from_json(text) if text.strip() else cls([])
+        entries = cls.from_json(text).entries if text.strip() else []
+        return cls(entries, metrics_sha256=os.environ.get("PALIMPSEST_METRICS_KEY_SHA256") or None)
 
     @classmethod
     def from_json(cls, text: str) -> KeyStore:
@@ -101,3 +110,19 @@ class KeyStore:
         if found is None:
             raise UnauthenticatedError("the API key is not valid")
         return Principal(found.name, dict(found.grants))
+
+    def metrics_namespaces(self, raw_key: str | None) -> list[str] | None:
+        """Whose series GET /metrics shows this caller: None for all, else the namespaces it may read.
+
+        All for the metrics key, and in local mode while no metrics key is set; a valid API key
+        sees the namespaces it may read; anyone else sees none (series without a namespace only).
+        """
+        if self.metrics_sha256 is not None:
+            if raw_key and hmac.compare_digest(self.metrics_sha256, hash_key(raw_key)):
+                return None
+            if self.local_mode:
+                return []
+        try:
+            return self.authenticate(raw_key).readable()
+        except UnauthenticatedError:
+            return []

@@ -67,15 +67,16 @@ def serve(
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
     demo: Annotated[bool, typer.Option(help="load the 'demo' namespace on first start")] = False,
     worker: Annotated[bool, typer.Option(help="run the projections worker in this process")] = True,
+    limit_concurrency: Annotated[int, typer.Option(min=1, help="connections/tasks before answering 503")] = 256,
 ) -> None:
-    """Serve the HTTP API (GraphQL + GraphiQL at /graphql, /health, /metrics)."""
+    """Serve the HTTP API (GraphQL + GraphiQL at /graphql with graphql-ws subscriptions, /health, /metrics)."""
     import uvicorn
 
-    from api.app import create_app
+    from api.app import create_app, server_config
     from api.demo import load_demo
 
     app_ = create_app(on_startup=load_demo if demo else None, worker=worker)
-    uvicorn.run(app_, host=host, port=port, log_level="warning")
+    uvicorn.Server(server_config(app_, host=host, port=port, limit_concurrency=limit_concurrency)).run()
 
 
 @app.command("mcp")

@@ -1,8 +1,13 @@
 """The GraphQL schema: every resolver is a thin call into `Memory`, scoped and authorised first.
 
 Resolvers run the (blocking) Neo4j work in a worker thread so one slow recall never stalls the
-event loop. Errors leave as GraphQL errors with a stable `extensions.code`; anything without a
-code is masked, so no stack trace or Cypher ever reaches a client.
+event loop, under the request's deadline (api/graphql_limits.py, graph/deadline.py): a resolver
+that runs out of time answers TIMEOUT at once, and its Neo4j transaction, which carries the time
+that was left as its timeout, is ended by the server. Per-parent lists (`Entity.neighbors`,
+`Entity.facts`, `PacketItem.supersededClaim`) are loaded by DataLoaders: one round trip per level
+and namespace, not one per parent. Errors leave as GraphQL errors with a stable
+`extensions.code`; anything without a code is masked, so no stack trace or Cypher ever reaches a
+client.
 """
 
 from __future__ import annotations
@@ -16,27 +21,27 @@ from typing import Annotated, Any, TypeVar
 import anyio
 import strawberry
 from anyio import to_thread
-from graphql import GraphQLError, ValidationRule
-from neo4j.exceptions import ServiceUnavailable, SessionExpired
+from graphql import GraphQLError, OperationType
 from strawberry.dataloader import DataLoader
-from strawberry.extensions import AddValidationRules, MaskErrors, MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter
 
 from api import graphql_types as t
 from api.auth import Principal, Right
+from api.graphql_limits import MAX_ALIASES, MAX_COST, MAX_DEPTH, MAX_FIELDS, MAX_TOKENS, RequestGuard
 from api.memory import Memory, parse_time
 from api.runtime import Runtime
+from graph import deadline
 from graph.claim_queries import ClaimFilter, encode_cursor
-from schema.errors import BadInputError, LimitExceededError, PalimpsestError, UnavailableError
+from schema.errors import BadInputError, LimitExceededError, PalimpsestError
 from schema.limits import MAX_BATCH_ITEMS
 from schema.models import Claim as ClaimModel
 from schema.models import ContradictionRecord, IngestResult
 
 R = TypeVar("R")
+K = TypeVar("K")
+V = TypeVar("V")
+Rows = list[dict[str, Any]]
 
-MAX_DEPTH = 10
-MAX_ALIASES = 20
-MAX_TOKENS = 5_000
-MAX_FIELDS = 400
+__all__ = ["MAX_ALIASES", "MAX_COST", "MAX_DEPTH", "MAX_FIELDS", "MAX_TOKENS", "Loaders", "build_schema", "schema"]
 
 
 _SNAKE = re.compile(r"_([a-z0-9])")
@@ -73,12 +78,74 @@ def _gql_items(res: IngestResult) -> IngestResult:
     return res.model_copy(update={"items": items})
 
 
+async def bounded(fn: Callable[[], R], limit: deadline.Deadline | None = None) -> R:
+    """`fn()` in a worker thread, under `limit` (default: the request's deadline).
+
+    Out of time, the await is abandoned at once (DeadlineExceededError, code TIMEOUT); the thread
+    finishes on its own, and no Neo4j call it makes can outlive the deadline (graph.deadline).
+    """
+    limit = limit or deadline.current() or deadline.Deadline.after(30.0)
+    left = limit.check()
+    try:
+        with anyio.fail_after(left):
+            return await to_thread.run_sync(functools.partial(deadline.run_within, limit, fn),
+                                            abandon_on_cancel=True)
+    except TimeoutError as exc:
+        if isinstance(exc, PalimpsestError):
+            raise
+        raise limit.exceeded() from None
+
+
+def _memory(info: strawberry.Info, namespace: str | None, right: Right) -> Memory:
+    """Authorise the principal for the namespace and bind a Memory to it (no database work)."""
+    ctx = info.context
+    if ctx.get("auth_error") is not None:
+        raise ctx["auth_error"]
+    principal: Principal = ctx["principal"]
+    ns = namespace or principal.default_namespace()
+    principal.require(ns, right)
+    return Memory(ctx["runtime"], ns, log_packets=ctx.get("log_packets", False))
+
+
+def _limit(info: strawberry.Info) -> deadline.Deadline | None:
+    """The request's deadline; each poll of a subscription (which has no end) gets one of its own."""
+    if info.operation.operation == OperationType.SUBSCRIPTION:
+        return deadline.Deadline.after(float(info.context.get("timeout_s", 30.0)))
+    return None
+
+
+async def call(info: strawberry.Info, namespace: str | None, right: Right, fn: Callable[[Memory], R]) -> R:
+    """Authorise, bind the namespace, run in a thread under the deadline, code errors. Every resolver's path."""
+    try:
+        memory = _memory(info, namespace, right)
+        return await bounded(lambda: fn(memory), _limit(info))
+    except PalimpsestError as exc:
+        raise coded(exc) from None
+
+
+async def load(info: strawberry.Info, namespace: str, loader: DataLoader[K, V], key: K) -> V:
+    """A per-parent value through the request's DataLoader, authorised like `call` and coded the same."""
+    try:
+        _memory(info, namespace, "read")
+        return await loader.load(key)
+    except PalimpsestError as exc:
+        raise coded(exc) from None
+
+
 class Loaders:
-    """Per-request DataLoaders: nested fields cost one Cypher round trip per level, not per item."""
+    """Per-request DataLoaders: nested fields cost one Cypher round trip per level and namespace, not per item.
+
+    A batch runs under the deadline of the request that asked for it (graph.deadline is inherited by
+    the DataLoader's dispatch task). Resolvers authorise before they load (`load`).
+    """
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self.claims: DataLoader[tuple[str, str], ClaimModel | None] = DataLoader(self._load_claims)
+        # (namespace, entity id, first) -> neighbour rows
+        self.neighbours: DataLoader[tuple[str, str, int], list[dict[str, Any]]] = DataLoader(self._load_neighbours)
+        # (namespace, entity id, first, include superseded) -> fact rows
+        self.facts: DataLoader[tuple[str, str, int, bool], list[dict[str, Any]]] = DataLoader(self._load_facts)
         self.round_trips = 0
 
     async def _load_claims(self, keys: list[tuple[str, str]]) -> Sequence[ClaimModel | None]:
@@ -89,30 +156,36 @@ class Loaders:
         for ns, ids in sorted(by_ns.items()):
             self.round_trips += 1
             memory = Memory(self.runtime, ns)
-            loaded = await to_thread.run_sync(memory.claims_by_ids, ids)
+            loaded = await bounded(functools.partial(memory.claims_by_ids, ids))
             found.update({(ns, cid): claim for cid, claim in loaded.items()})
         return [found.get(key) for key in keys]
 
+    async def _grouped(self, keys: Sequence[tuple[Any, ...]],
+                       fetch: Callable[[Memory, list[str], tuple[Any, ...]], dict[str, list[dict[str, Any]]]],
+                       ) -> list[list[dict[str, Any]] | BaseException]:
+        """Keys (namespace, id, *options) grouped by (namespace, options): one fetch per group."""
+        groups: dict[tuple[Any, ...], list[str]] = {}
+        for ns, eid, *options in keys:
+            groups.setdefault((ns, *options), []).append(eid)
+        found: dict[tuple[Any, ...], list[dict[str, Any]] | BaseException] = {}
+        for group, ids in sorted(groups.items(), key=lambda g: repr(g[0])):
+            ns, *options = group
+            self.round_trips += 1
+            memory = Memory(self.runtime, ns)
+            try:
+                rows = await bounded(functools.partial(fetch, memory, sorted(set(ids)), tuple(options)))
+            except PalimpsestError as exc:  # this group's keys fail with it; other groups still load
+                found.update({(ns, eid, *options): exc for eid in ids})
+                continue
+            found.update({(ns, eid, *options): rows.get(eid, []) for eid in ids})
+        return [found[tuple(key)] for key in keys]
 
-async def call(info: strawberry.Info, namespace: str | None, right: Right, fn: Callable[[Memory], R]) -> R:
-    """Authorise, bind the namespace, run in a thread, translate errors. The one path every resolver takes."""
-    ctx = info.context
-    try:
-        if ctx.get("auth_error") is not None:
-            raise ctx["auth_error"]
-        principal: Principal = ctx["principal"]
-        ns = namespace or principal.default_namespace()
-        principal.require(ns, right)
-        memory = Memory(ctx["runtime"], ns, log_packets=ctx.get("log_packets", False))
-        with anyio.fail_after(ctx.get("timeout_s", 30.0)):
-            return await to_thread.run_sync(lambda: fn(memory))
-    except PalimpsestError as exc:
-        raise coded(exc) from None
-    except TimeoutError:
-        raise coded(LimitExceededError("the request took longer than the server allows", field="timeout",
-                                       limit=ctx.get("timeout_s", 30.0))) from None
-    except (ServiceUnavailable, SessionExpired):
-        raise coded(UnavailableError("the database is unavailable; retry shortly")) from None
+    async def _load_neighbours(self, keys: list[tuple[str, str, int]]) -> Sequence[Rows | BaseException]:
+        return await self._grouped(keys, lambda mem, ids, opts: mem.entity_neighbours_many(ids, first=opts[0]))
+
+    async def _load_facts(self, keys: list[tuple[str, str, int, bool]]) -> Sequence[Rows | BaseException]:
+        return await self._grouped(keys, lambda mem, ids, opts: mem.facts_many(
+            ids, first=opts[0], include_superseded=opts[1]))
 
 
 def _principal_ns(info: strawberry.Info) -> str:
@@ -194,6 +267,17 @@ class Query:
     async def policy(self, info: strawberry.Info, version: str, namespace: NS = None) -> t.Policy:
         return t.Policy.from_pydantic(await call(info, namespace, "read", lambda mem: mem.policy(version)))
 
+    @strawberry.field(description="Supersessions the worker inferred between claims without a claim key, oldest "
+                                  "first: those touching claimIds (e.g. a packet's item ids, with asOfRevision its "
+                                  "storeRevision) or the whole namespace; in force at asOfRevision unless "
+                                  "includeUndone.")
+    async def inferred_links(self, info: strawberry.Info, claim_ids: list[str] | None = None,
+                             as_of_revision: int | None = None, include_undone: bool = False, first: int = 100,
+                             namespace: NS = None) -> list[t.InferredLink]:
+        found = await call(info, namespace, "read", lambda mem: mem.inferred_links(
+            claim_ids, as_of_revision=as_of_revision, include_undone=include_undone, first=first))
+        return [t.InferredLink.from_pydantic(link) for link in found]
+
     @strawberry.field(description="Detected contradictions, newest first.")
     async def contradictions(self, info: strawberry.Info, since: str | None = None, first: int = 20,
                              namespace: NS = None) -> list[t.Contradiction]:
@@ -264,6 +348,13 @@ class Mutation:
                       namespace: NS = None) -> t.RetractResult:
         return t.RetractResult.from_pydantic(await call(info, namespace, "write", lambda mem: mem.retract(id, reason)))
 
+    @strawberry.mutation(description="Undo one inferred supersession at a new revision (like a retraction): the "
+                                     "older claim is current again, and the worker will not infer the pair again.")
+    async def undo_inference(self, info: strawberry.Info, newer_id: str, older_id: str, reason: str,
+                             namespace: NS = None) -> t.UndoInferenceResult:
+        return t.UndoInferenceResult.from_pydantic(await call(
+            info, namespace, "write", lambda mem: mem.undo_inferred(newer_id, older_id, reason)))
+
     @strawberry.mutation
     async def register_policy(self, info: strawberry.Info, input: t.PolicyInput,
                               namespace: NS = None) -> t.Policy:
@@ -302,39 +393,10 @@ def _after(mem: Memory, *, revision: int, limit: int) -> list[ContradictionRecor
     return mem.contradictions_after(revision, limit)
 
 
-class FieldBudget(ValidationRule):
-    """A cheap complexity bound: the number of field selections in the document, fragments included."""
-
-    def __init__(self, context: Any) -> None:
-        super().__init__(context)
-        self.count = 0
-
-    def enter_field(self, node: Any, *_: Any) -> None:
-        self.count += 1
-        if self.count == MAX_FIELDS + 1:
-            self.report_error(GraphQLError(f"the query selects more than {MAX_FIELDS} fields",
-                                           nodes=[node], extensions={"code": "LIMIT_EXCEEDED", "limit": MAX_FIELDS}))
-
-
-def _masked(error: GraphQLError) -> bool:
-    ext = error.extensions or {}
-    if "code" in ext:
-        return False
-    # Parse/validation errors describe the client's own query; they carry no internals.
-    return error.path is not None
-
-
 def build_schema() -> strawberry.Schema:
-    return strawberry.Schema(
-        query=Query, mutation=Mutation, subscription=Subscription,
-        extensions=[
-            lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
-            lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
-            lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
-            lambda: AddValidationRules([FieldBudget]),
-            lambda: MaskErrors(should_mask_error=_masked, error_message="Internal error."),
-        ],
-    )
+    # One extension for every limit, the request deadline and error codes (api/graphql_limits.py):
+    # strawberry's depth and alias limiters walked every fragment spread again, exponentially.
+    return strawberry.Schema(query=Query, mutation=Mutation, subscription=Subscription, extensions=[RequestGuard])
 
 
 schema = build_schema()

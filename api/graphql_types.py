@@ -42,9 +42,12 @@ class PacketItem:
     async def superseded_claim(self, info: strawberry.Info) -> Claim | None:
         if not self.supersedes:
             return None
+        from api.graphql_schema import load
+
         # The namespace rides along as a plain attribute (set by packet_to_gql), not a schema field.
         namespace = str(getattr(self, "_namespace", ""))
-        found: m.Claim | None = await info.context["loaders"].claims.load((namespace, self.supersedes))
+        found: m.Claim | None = await load(info, namespace, info.context["loaders"].claims,
+                                           (namespace, self.supersedes))
         return None if found is None else Claim.from_pydantic(found)
 
 
@@ -111,6 +114,7 @@ class Policy:
     graph_expansion: str
     fusion: str
     extractor: str
+    inferred_judge: str
     contradiction: ContradictionSettings
 
 
@@ -145,6 +149,19 @@ class IngestResult:
 
 @sp.type(model=m.RetractResult, all_fields=True)
 class RetractResult:
+    pass
+
+
+@sp.type(model=m.InferredLink, all_fields=True,
+         description="A supersession the worker inferred between two claims without a claim key: newerId hides "
+                     "olderId, with the judge's kind, confidence and reason; active at the revision asked about.")
+class InferredLink:
+    pass
+
+
+@sp.type(model=m.UndoInferenceResult, all_fields=True,
+         description="An inferred supersession undone at a new revision; restored: the older claim is current again.")
+class UndoInferenceResult:
     pass
 
 
@@ -244,6 +261,9 @@ class PolicyInput:
     inferred_supersession: bool | None = None
     inferred_min_similarity: float | None = None
     inferred_min_confidence: float | None = None
+    inferred_judge: str | None = None
+    inferred_llm_model: str | None = None
+    inferred_candidate_similarity: float | None = None
 
     def to_raw(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self).items() if v is not None}
@@ -291,21 +311,23 @@ class Entity:
     pagerank: float | None
     weight: float | None = strawberry.field(default=None, description="Co-mention weight, in neighbour lists.")
 
+    # Both lists load through the request's DataLoaders (api/graphql_schema.py Loaders): the
+    # neighbours of every entity at one level cost one round trip, not one each.
     @strawberry.field(description="RELATED neighbours, strongest co-mention first.")
     async def neighbors(self, info: strawberry.Info, first: int = 20) -> list[Entity]:
-        from api.graphql_schema import call
+        from api.graphql_schema import load
 
         namespace = str(getattr(self, "_namespace", ""))
-        rows = await call(info, namespace, "read", lambda mem: mem.entity_neighbours(self.id, first))
+        rows = await load(info, namespace, info.context["loaders"].neighbours, (namespace, self.id, first))
         return [entity_to_gql(r, namespace) for r in rows]
 
     @strawberry.field(description="Facts with this entity as subject or object, newest first.")
     async def facts(self, info: strawberry.Info, first: int = 50, include_superseded: bool = False) -> list[Fact]:
-        from api.graphql_schema import call
+        from api.graphql_schema import load
 
         namespace = str(getattr(self, "_namespace", ""))
-        rows = await call(info, namespace, "read",
-                          lambda mem: mem.facts(self.id, include_superseded=include_superseded, first=first))
+        rows = await load(info, namespace, info.context["loaders"].facts,
+                          (namespace, self.id, first, include_superseded))
         return [fact_to_gql(r) for r in rows]
 
 

@@ -23,6 +23,7 @@ from graph import claim_queries, contradiction_queries, packet_log, policies, st
 from graph import entities as entity_q
 from graph import facts as facts_q
 from graph import history as history_q
+from graph import inferred as inferred_q
 from graph.claim_queries import ClaimFilter
 from graph.recall import PolicyChangedError, RecallRequest
 from graph.recall import recall as recall_q
@@ -37,12 +38,14 @@ from schema.models import (
     ContextPacket,
     ContradictionRecord,
     HistoryEntry,
+    InferredLink,
     IngestItemResult,
     IngestResult,
     NamespaceSettings,
     Policy,
     RetractResult,
     StoreStats,
+    UndoInferenceResult,
 )
 
 if TYPE_CHECKING:
@@ -65,6 +68,25 @@ def bad_input_from(exc: ValidationError, prefix: str = "") -> BadInputError:
     message = f"{prefix}{field}: {err['msg']}"
     cls = LimitExceededError if err["type"] in {"string_too_long", "too_long"} else BadInputError
     return cls(message, field=field, limit=limit if isinstance(limit, int | float | str) else None)
+
+
+def _text(value: Any, field: str) -> str:
+    """A string argument as Neo4j and the embedder can take it: a `str` that encodes as UTF-8.
+
+    A lone surrogate (`"\\ud800"`, which JSON can carry) does not; pydantic refuses it in ingest's
+    fields, and this gives every other string argument the same answer: BAD_INPUT naming the field.
+    """
+    if not isinstance(value, str):
+        raise BadInputError(f"{field} must be a string", field=field)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInputError(f"{field} must be valid Unicode text (it holds a lone surrogate)", field=field) from None
+    return value
+
+
+def _opt_text(value: Any, field: str) -> str | None:
+    return None if value is None else _text(value, field)
 
 
 def validate_namespace(namespace: str) -> str:
@@ -121,8 +143,10 @@ class Memory:
                "idempotency_key": idempotency_key, "correction": correction}
         claim = to_claim_input(raw)
         result = self.ingest_many([claim]).items[0]
-        if not result.ok:  # pragma: no cover - validation already raised above
-            raise BadInputError(str(result.error))
+        if not result.ok:  # validation already raised above: a conflict found by the write itself
+            error = result.error or {}
+            cls = ConflictError if error.get("code") == ConflictError.code else BadInputError
+            raise cls(str(error.get("message", error)), field=error.get("field"))
         return result
 
     def ingest_many(self, items: Sequence[ClaimInput | Mapping[str, Any]]) -> IngestResult:
@@ -147,7 +171,8 @@ class Memory:
         return IngestResult(revision=revision, items=[results[i] for i in sorted(results)])
 
     def retract(self, claim_id: str, reason: str) -> RetractResult:
-        if not isinstance(reason, str) or not reason.strip():
+        claim_id = _text(claim_id, "id")
+        if not isinstance(reason, str) or not _text(reason, "reason").strip():
             raise BadInputError("reason must not be empty", field="reason")
         if len(reason) > limits.MAX_REASON_CHARS:
             raise LimitExceededError(f"reason must be at most {limits.MAX_REASON_CHARS} characters",
@@ -160,13 +185,20 @@ class Memory:
                 policy = Policy.model_validate(dict(policy))
             except ValidationError as exc:
                 raise bad_input_from(exc) from None
+        serves = getattr(self.rt.embedder, "serves", None)
+        served = self.rt.embedder.model_name
+        if not (serves(policy.embedding_model) if callable(serves) else policy.embedding_model == served):
+            # Recall embeds with the server's one model whatever a policy says: accepting another name
+            # would promise what no recall under the policy does.
+            raise BadInputError(f"embedding_model {policy.embedding_model!r} is not served here: this server embeds "
+                                f"with {served!r}", field="embedding_model")
         return policies.register_policy(self.rt.driver, self.namespace, policy, self._db)
 
     def set_default_policy(self, version: str) -> NamespaceSettings:
         """Make a registered policy version (or `default-v1`) the namespace's default: the one every
         recall without a version and every worker pass use, in any process, from the new store
         revision this write is recorded at on. Unknown versions raise NotFoundError (field `version`)."""
-        if not isinstance(version, str) or not version.strip():
+        if not isinstance(version, str) or not _text(version, "version").strip():
             raise BadInputError("version must not be empty", field="version")
         return policies.set_default_policy(self.rt.driver, self.namespace, version, self._db)
 
@@ -177,20 +209,26 @@ class Memory:
 
     def policy(self, version: str | None = None) -> Policy:
         """A registered policy; without a version, the namespace's default now."""
-        wanted = version or policies.default_policy_version(self.rt.driver, self.namespace, self._db)
+        wanted = _opt_text(version, "version") or policies.default_policy_version(self.rt.driver, self.namespace,
+                                                                                  self._db)
         return policies.get_policy(self.rt.driver, self.namespace, wanted, self._db)
 
     def policies(self) -> list[Policy]:
         return policies.list_policies(self.rt.driver, self.namespace, self._db)
 
     def claim(self, claim_id: str) -> Claim:
-        return store.get_claim(self.rt.driver, self.namespace, claim_id, DEFAULT_POLICY.default_tau, self._db)
+        return store.get_claim(self.rt.driver, self.namespace, _text(claim_id, "id"), DEFAULT_POLICY.default_tau,
+                               self._db)
 
     def claims(self, flt: ClaimFilter | None = None, *, first: int = 20,
                after: str | None = None) -> tuple[list[tuple[Claim, int]], bool]:
         if not isinstance(first, int) or not 1 <= first <= limits.MAX_PAGE:
             raise LimitExceededError(f"first must be between 1 and {limits.MAX_PAGE}", field="first",
                                      limit=limits.MAX_PAGE)
+        if flt is not None:
+            for name in ("source", "claim_key", "status"):
+                _opt_text(getattr(flt, name), f"filter.{name}")
+        _opt_text(after, "after")
         return claim_queries.list_claims(self.rt.driver, self.namespace, flt or ClaimFilter(), first, after,
                                          DEFAULT_POLICY.default_tau, self._db)
 
@@ -209,7 +247,7 @@ class Memory:
         return contradiction_queries.contradictions_after(self.rt.driver, self.namespace, revision, limit, self._db)
 
     def history(self, claim_key: str) -> list[HistoryEntry]:
-        if not claim_key or len(claim_key) > limits.MAX_CLAIM_KEY_CHARS:
+        if not claim_key or len(_text(claim_key, "claim_key")) > limits.MAX_CLAIM_KEY_CHARS:
             raise BadInputError(f"claim_key must be 1-{limits.MAX_CLAIM_KEY_CHARS} characters", field="claim_key",
                                 limit=limits.MAX_CLAIM_KEY_CHARS)
         return history_q.history(self.rt.driver, self.namespace, claim_key, DEFAULT_POLICY.default_tau, self._db)
@@ -238,8 +276,9 @@ class Memory:
         the recall's own first round trip; if another process changed it, the recall is redone with the
         version found there. Policies themselves are cached by version (immutable; their stored hash is
         re-checked the same way)."""
-        if not isinstance(query, str) or not query.strip():
+        if not isinstance(query, str) or not _text(query, "query").strip():
             raise BadInputError("query must not be empty", field="query")
+        _opt_text(policy_version, "policy_version")
         if len(query) > limits.MAX_QUERY_CHARS:
             raise LimitExceededError(f"query must be at most {limits.MAX_QUERY_CHARS} characters",
                                      field="query", limit=limits.MAX_QUERY_CHARS)
@@ -291,11 +330,43 @@ class Memory:
 
     def replay(self, fingerprint: str) -> ReplayResult:
         """The logged packet, and whether recomputing it at its revision gives the same fingerprint."""
-        logged = packet_log.load_packet(self.rt.driver, self.namespace, fingerprint, self._db)
+        logged = packet_log.load_packet(self.rt.driver, self.namespace, _text(fingerprint, "fingerprint"), self._db)
         again = self.recall(logged.query, k=logged.k, policy_version=logged.policy_version,
                             as_of_revision=logged.store_revision, valid_at=logged.valid_at,
                             projections_seq=logged.projections_seq)
         return ReplayResult(logged, again.fingerprint, again.fingerprint == logged.fingerprint)
+
+    # ---- inferred supersession ------------------------------------------------------------
+    def inferred_links(self, claim_ids: Sequence[str] | None = None, *, as_of_revision: int | None = None,
+                       include_undone: bool = False, first: int = 100) -> list[InferredLink]:
+        """The supersessions the worker inferred between claims without a claim_key: the ones touching
+        `claim_ids` (a packet's item ids, say — `[it.id for it in packet.items]` with
+        `as_of_revision=packet.store_revision` lists what inference did to that packet), or the whole
+        namespace; in force at `as_of_revision` (default: now), or every one ever recorded with
+        `include_undone`. Each has its reason, confidence and revision."""
+        if claim_ids is not None:
+            if len(claim_ids) > limits.MAX_BATCH_ITEMS:
+                raise LimitExceededError(f"at most {limits.MAX_BATCH_ITEMS} claim ids", field="claimIds",
+                                         limit=limits.MAX_BATCH_ITEMS)
+            claim_ids = [_text(c, "claimIds") for c in claim_ids]
+        if not 1 <= first <= 1000:
+            raise BadInputError("first must be between 1 and 1000", field="first")
+        revision = self._revision_or_zero() if as_of_revision is None else int(as_of_revision)
+        with self.rt.driver.session(database=self._db, default_access_mode="READ") as session:
+            return session.execute_read(inferred_q.inferred_links, self.namespace, claim_ids, revision,
+                                        include_undone=include_undone, limit=first)
+
+    def undo_inferred(self, newer_id: str, older_id: str, reason: str) -> UndoInferenceResult:
+        """Undo one inferred supersession (an operator's correction), at a new store revision: the older
+        claim is current again from then on, and the worker will not infer the same pair again."""
+        newer_id, older_id = _text(newer_id, "newerId"), _text(older_id, "olderId")
+        if not isinstance(reason, str) or not reason.strip():
+            raise BadInputError("reason must not be empty", field="reason")
+        if len(reason) > limits.MAX_REASON_CHARS:
+            raise LimitExceededError(f"reason must be at most {limits.MAX_REASON_CHARS} characters",
+                                     field="reason", limit=limits.MAX_REASON_CHARS)
+        with self.rt.driver.session(database=self._db) as session:
+            return session.execute_write(inferred_q.undo_inferred, self.namespace, newer_id, older_id, reason.strip())
 
     def _revision_or_zero(self) -> int:
         try:
@@ -361,22 +432,28 @@ class Memory:
     # ---- entities (knowledge graph) -------------------------------------------------------
     def entity(self, entity_id: str) -> dict[str, Any]:
         """One entity with its names, type, PageRank and number of mentioning claims."""
-        return entity_q.get_entity(self.rt.driver, self.namespace, entity_id, self._db)
+        return entity_q.get_entity(self.rt.driver, self.namespace, _text(entity_id, "id"), self._db)
 
     def find_entities(self, name: str) -> list[dict[str, Any]]:
         """Entities whose canonical name equals the canonical form of `name` ("Checkout-API" → "checkout api")."""
-        key = canonical(name or "")
+        key = canonical(_text(name or "", "name"))
         if not key:
             raise BadInputError("name must contain a letter or digit", field="name")
         return entity_q.find_entities(self.rt.driver, self.namespace, [key], self._db)
 
     def entity_neighbours(self, entity_id: str, first: int = 20) -> list[dict[str, Any]]:
         """RELATED neighbours, by co-mention weight, then PageRank, then id."""
-        return entity_q.neighbourhood(self.rt.driver, self.namespace, entity_id, first, self._db)
+        return entity_q.neighbourhood(self.rt.driver, self.namespace, _text(entity_id, "id"), first, self._db)
 
     def entity_path(self, source_id: str, target_id: str, max_hops: int = 4) -> list[dict[str, Any]]:
         """One shortest RELATED path between two entities (ends included), [] if none within max_hops."""
-        return entity_q.shortest_path(self.rt.driver, self.namespace, source_id, target_id, max_hops, self._db)
+        return entity_q.shortest_path(self.rt.driver, self.namespace, _text(source_id, "from"), _text(target_id, "to"),
+                                      max_hops, self._db)
+
+    def entity_neighbours_many(self, entity_ids: Sequence[str], first: int = 20) -> dict[str, list[dict[str, Any]]]:
+        """`entity_neighbours` of many entities in one round trip: id -> neighbours ([] for an unknown id)."""
+        ids = [_text(e, "id") for e in entity_ids]
+        return entity_q.neighbourhoods(self.rt.driver, self.namespace, ids, first, self._db)
 
     def top_entities(self, first: int = 20) -> list[dict[str, Any]]:
         """Entities by global PageRank as last computed by the worker."""
@@ -387,8 +464,15 @@ class Memory:
         """Facts the worker derived (about `entity_id` as subject or object, if given), newest first,
         with confidence and supporting claim ids; superseded ones too when asked, since they still
         say what held before."""
-        return facts_q.list_facts(self.rt.driver, self.namespace, entity_id=entity_id,
+        return facts_q.list_facts(self.rt.driver, self.namespace, entity_id=_opt_text(entity_id, "entity_id"),
                                   include_superseded=include_superseded, first=first, database=self._db)
+
+    def facts_many(self, entity_ids: Sequence[str], *, include_superseded: bool = False,
+                   first: int = 100) -> dict[str, list[dict[str, Any]]]:
+        """`facts(entity_id)` of many entities in one round trip: id -> its facts, newest first."""
+        ids = [_text(e, "id") for e in entity_ids]
+        return facts_q.facts_of(self.rt.driver, self.namespace, ids, include_superseded=include_superseded,
+                                first=first, database=self._db)
 
     def refresh_pagerank(self, *, force: bool = True) -> bool:
         """Recompute global PageRank now (the worker does it when the graph grew enough); True if it ran."""

@@ -1,6 +1,10 @@
 """Metrics in Prometheus text format and JSON logs that carry a request id.
 
 A registry per app (not the process-global one) so tests can build many apps in one process.
+
+A series labelled with a namespace names a tenant: `exposition(readable)` shows a caller only
+the namespaces it may read (None: all of them), and `forget_namespaces` drops the series of
+namespaces that no longer exist, so a dropped tenant's name does not linger in /metrics.
 """
 
 from __future__ import annotations
@@ -9,9 +13,11 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Collection, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.metrics_core import Metric
 
 LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 
@@ -29,6 +35,37 @@ class Metrics:
                                      ["namespace"], registry=self.registry)
         self.worker_lag = Gauge("palimpsest_worker_lag_revisions",
                                 "Store revision minus projections sequence", ["namespace"], registry=self.registry)
+        self.namespaced: tuple[Counter | Gauge, ...] = (self.ingested, self.ingest_failed, self.worker_lag)
+
+    def namespaces(self) -> set[str]:
+        """Every namespace that has a series now."""
+        return {sample.labels["namespace"] for metric in self.namespaced for family in metric.collect()
+                for sample in family.samples if "namespace" in sample.labels}
+
+    def forget_namespaces(self, gone: Collection[str]) -> None:
+        for ns in gone:
+            for metric in self.namespaced:
+                metric.remove(ns)
+
+    def exposition(self, readable: Collection[str] | None) -> bytes:
+        """Prometheus text; series with a `namespace` label only for `readable` (None: every namespace)."""
+        if readable is None:
+            return generate_latest(self.registry)
+        return generate_latest(_Visible(self.registry, frozenset(readable)))
+
+
+class _Visible:
+    """A read-only view of a registry without the series of namespaces the caller may not see."""
+
+    def __init__(self, registry: CollectorRegistry, readable: frozenset[str]) -> None:
+        self.registry, self.readable = registry, readable
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.registry.collect():
+            kept = Metric(family.name, family.documentation, family.type, family.unit)
+            kept.samples = [s for s in family.samples
+                            if "namespace" not in s.labels or s.labels["namespace"] in self.readable]
+            yield kept
 
 
 class JsonFormatter(logging.Formatter):

@@ -13,7 +13,7 @@ from types import TracebackType
 from neo4j import Driver
 
 from extraction.embeddings import DEFAULT_MODEL, Embedder, shared_embedder
-from graph.connection import Neo4jSettings, ServerInfo, open_driver, server_info
+from graph.connection import Neo4jSettings, ServerInfo, guard, open_driver, server_info
 from schema.migrate import migrate
 
 
@@ -24,6 +24,10 @@ class Runtime:
     embedder: Embedder
     schema_version: int
     _info: ServerInfo | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # Every face reaches Neo4j through the guard (graph.errors, graph.deadline), whoever built the driver.
+        self.driver = guard(self.driver, self.settings)
 
     @classmethod
     def from_env(cls) -> Runtime:

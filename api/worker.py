@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,14 +47,16 @@ from extraction.contradiction import (
     TextPair,
     detect_contradictions,
 )
+from extraction.supersession_llm import LlmInferenceOptions, LlmSupersessionJudge
 from graph import entities as graph_entities
 from graph import facts as graph_facts
 from graph import gds, inferred, policies
 from graph import projections as proj
-from schema.errors import NotFoundError
+from schema.errors import NotFoundError, UnavailableError
 from schema.models import DEFAULT_POLICY, Policy
 
 log = logging.getLogger(__name__)
+MAX_CACHED_NAMESPACES = 8  # entity-vector caches kept per worker (~1.5 kB per entity each)
 
 
 @dataclass
@@ -82,10 +84,15 @@ class WorkerConfig:
     entities: bool = True
     extractor: ent.ExtractorOptions = field(default_factory=ent.ExtractorOptions)
     llm_extractor: ent.LlmExtractorOptions = field(default_factory=ent.LlmExtractorOptions)
-    # Near-duplicate merging by embedding similarity (names embedded with the runtime's embedder).
+    # The LLM judge of inferred supersession: provider plumbing, batch size, rate limit (the model is policy).
+    llm_inference: LlmInferenceOptions = field(default_factory=LlmInferenceOptions)
+    # Near-duplicate merging by embedding similarity (names embedded with the runtime's embedder):
+    # a new name joins the earlier entity with the highest exact cosine (rounded to 6 decimals) at or
+    # above the threshold, compared with every earlier entity of the namespace (ent.EntityVectors).
     entity_embeddings: bool = True
     entity_merge_threshold: float = 0.92
-    # Global PageRank refresh when the entity graph grew enough since the last run.
+    # Global PageRank refresh when the entity graph grew enough since the last run, and on any change
+    # once the namespace is caught up (so an idle namespace's scores are those of its final graph).
     pagerank: bool = True
     pagerank_min_growth: float = 0.1
     pagerank_min_new_entities: int = 50
@@ -128,6 +135,10 @@ class PassReport:
     inferred_pairs: int = 0
     inferred_supersessions: int = 0
     inferred_rejected: dict[str, int] = field(default_factory=dict)
+    # The LLM judge of inferred supersession (policy.inferred_judge = "llm"): calls, cost, pairs left undecided.
+    inference_llm_calls: int = 0
+    inference_llm_cost_usd: float = 0.0
+    inference_llm_failed_pairs: int = 0
     pagerank_runs: int = 0
     detector_failures: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -152,7 +163,10 @@ class PassReport:
                 "facts_superseded": self.facts_superseded, "fact_supports_created": self.fact_supports_created,
                 "facts_dropped": self.facts_dropped, "inferred_pairs": self.inferred_pairs,
                 "inferred_supersessions": self.inferred_supersessions,
-                "inferred_rejected": dict(sorted(self.inferred_rejected.items())), "pagerank_runs": self.pagerank_runs,
+                "inferred_rejected": dict(sorted(self.inferred_rejected.items())),
+                "inference_llm_calls": self.inference_llm_calls,
+                "inference_llm_cost_usd": round(self.inference_llm_cost_usd, 8),
+                "inference_llm_failed_pairs": self.inference_llm_failed_pairs, "pagerank_runs": self.pagerank_runs,
                 "detector_failures": dict(sorted(self.detector_failures.items())), "problems": self.problems,
                 "seconds": round(self.seconds, 4)}
 
@@ -176,6 +190,12 @@ class ProjectionWorker:
         # LLM extractors by model, kept across passes so their rate limit spans passes too.
         self._llm_extractors: dict[str, ent.LlmExtractor] = {}
         self._extractor_lock = threading.Lock()
+        # LLM supersession judges by model (policy.inferred_judge = "llm"), kept for their rate limit.
+        self._llm_judges: dict[str, Any] = {}
+        # Entity name vectors by namespace (exact near-duplicate search): a cache of Entity.embedding,
+        # checked against the dictionary on every batch, for the most recently used namespaces.
+        self._vectors: OrderedDict[str, ent.EntityVectors] = OrderedDict()
+        self._vectors_lock = threading.Lock()
 
     @property
     def _db(self) -> str | None:
@@ -259,8 +279,8 @@ class ProjectionWorker:
                  for i, v in result.contradictions]
         entity_batch, fact_writes = (self._entities(batch, policy, report) if self.config.entities
                                      else (None, []))
-        inferred_writes = (self._inferred(batch, policy, entity_batch, report)
-                           if policy.inferred_supersession and entity_batch is not None else [])
+        inferred_writes = (self._inferred(batch, policy, entity_batch or graph_entities.EntityBatch(), report)
+                           if policy.inferred_supersession else [])
         committed = proj.commit_batch(self.rt.driver, batch.namespace, batch.from_seq, batch.to_seq, edges, self._db,
                                       entities=entity_batch, facts=fact_writes, inferred=inferred_writes)
         report.inferred_supersessions += committed.inferred_created
@@ -299,14 +319,15 @@ class ProjectionWorker:
         for s in batch.subjects:
             if s.id not in seen:
                 seen.add(s.id)
-                text = ent.ClaimText(s.id, s.content, s.metadata, s.revision, s.valid_from, s.valid_to)
+                text = ent.ClaimText(s.id, s.content, s.metadata, s.revision, s.valid_from, s.valid_to,
+                                     s.batch_index)
                 # A claim restored by a retraction was read when it was written: relink it, never re-ask a model.
                 (fresh if s.revision == s.claim_revision else restored).append(text)
-        claims = sorted(fresh + restored, key=lambda c: (c.revision, c.id))
+        claims = sorted(fresh + restored, key=lambda c: (c.revision, c.position, c.id))
         if not claims:
             return graph_entities.EntityBatch(), []
-        known = [ent.KnownEntity(r.id, r.name, r.aliases)
-                 for r in graph_entities.load_dictionary(self.rt.driver, ns, self._db)]
+        dictionary = graph_entities.load_dictionary(self.rt.driver, ns, self._db)
+        known = [ent.KnownEntity(r.id, r.name, r.aliases) for r in dictionary]
         matcher = ent.build_matcher(known)
         extraction = self.extractor_for(policy).extract(fresh, matcher)
         if restored:
@@ -323,23 +344,25 @@ class ProjectionWorker:
             self.failures["extractor"] += 1
         linked = extraction.linked
         vectors: dict[str, list[float]] = {}
-        neighbours: dict[str, list[ent.Neighbour]] = {}
+        index: ent.EntityVectors | None = None
         if cfg.entity_embeddings and linked.unresolved:
+            # Each name is embedded as its first proposal in resolution order wrote it (the surface that
+            # becomes the entity's name), without padding: the same bits whatever else is embedded.
             surfaces: dict[str, str] = {}
-            for p in sorted(linked.unresolved, key=lambda p: (p.revision, p.claim_id, p.mention.canonical)):
+            for p in sorted(linked.unresolved, key=lambda p: p.order):
                 surfaces.setdefault(p.mention.canonical, p.mention.surface)
             keys = sorted(surfaces)
-            vectors = dict(zip(keys, self.rt.embedder.embed([surfaces[k] for k in keys]), strict=True))
-            if known:
-                found = graph_entities.nearest_entities(self.rt.driver, ns, vectors, 3, self._db)
-                neighbours = {k: [ent.Neighbour(i, n, c) for i, n, c in v] for k, v in found.items()}
-        result = ent.resolve(ns, claims, linked, vectors=vectors, neighbours=neighbours,
+            embed = getattr(self.rt.embedder, "embed_stable", self.rt.embedder.embed)
+            vectors = dict(zip(keys, embed([surfaces[k] for k in keys]), strict=True))
+            index = self._entity_vectors(ns, dictionary)
+        result = ent.resolve(ns, claims, linked, vectors=vectors, index=index,
                              threshold=cfg.entity_merge_threshold)
         mentions = list(result.mentions)
-        if result.new_entities and batch.from_seq > 0:
-            older = graph_entities.claims_naming(self.rt.driver, ns, [e.canonical for e in result.new_entities],
-                                                 batch.from_seq, database=self._db)
-            mentions.extend(ent.backfill_links(older, result.new_entities))
+        if result.introduced and batch.from_seq > 0:
+            # Older claims naming a key first resolved here (new entities and new aliases alike).
+            older = graph_entities.claims_naming(self.rt.driver, ns, sorted(result.introduced), batch.from_seq,
+                                                 database=self._db)
+            mentions.extend(ent.backfill_links(older, result.new_entities, result.introduced))
         resolved, dropped = ent.resolve_facts(extraction.facts, matcher, known, result)
         report.facts_dropped += len(extraction.dropped) + len(dropped)
         for reason in (*extraction.dropped, *dropped):
@@ -355,10 +378,31 @@ class ProjectionWorker:
             mentions=[{"claim": c, "entity": e, "revision": r} for c, e, r in sorted(set(mentions))],
         ), facts
 
+    def _entity_vectors(self, namespace: str, dictionary: Sequence[graph_entities.EntityRow]) -> ent.EntityVectors:
+        """The namespace's entity vectors, brought up to date with the dictionary just read. Vectors never
+        change once written, so the cache only fetches entities it has not seen; one whose name differs
+        from the cached one (the namespace was dropped and rebuilt) or that is gone rebuilds it."""
+        with self._vectors_lock:
+            index = self._vectors.pop(namespace, None)
+        wanted = {r.id: r.name for r in dictionary if r.embedded}
+        if index is None or any(wanted.get(i) != index.name_of(i) for i in index.ids()):
+            index = ent.EntityVectors()
+        missing = [i for i in wanted if i not in index]
+        for eid, key, name, vector in graph_entities.entity_vectors(self.rt.driver, namespace, missing,
+                                                                    database=self._db):
+            index.add(eid, key, name, vector)
+        with self._vectors_lock:
+            self._vectors[namespace] = index
+            while len(self._vectors) > MAX_CACHED_NAMESPACES:
+                self._vectors.popitem(last=False)
+        return index
+
     def _inferred(self, batch: proj.Batch, policy: Policy, entities: graph_entities.EntityBatch,
                   report: PassReport) -> list[inferred.InferredWrite]:
         """Inferred supersession for one batch: claims written in it without a claim_key, judged
-        against the older current claims that share an entity with them.
+        against the older current claims that share an entity with them or are among their nearest
+        neighbours in the namespace (graph.inferred.inference_candidates), at most
+        `contradiction.max_pairs_per_claim` each.
 
         Runs after the entity job because the batch's MENTIONS are only committed with it: they
         are passed along in memory. A claim restored by a retraction is not a subject here — it
@@ -373,10 +417,13 @@ class ProjectionWorker:
             mentions.setdefault(str(m["claim"]), set()).add(str(m["entity"]))
         names = {str(e["id"]): str(e["name"]) for e in entities.new_entities}
         canonicals = {str(e["id"]): str(e["canonical"]) for e in entities.new_entities}
+        # The subject's own names and codes, for the fulltext half of the neighbour search.
+        lexical = {s.id: [m.text for m in supersession.frame_of(s.content).marks][:4] for s in subjects}
         found = inferred.inference_candidates(
             self.rt.driver, batch.namespace, [s.id for s in subjects], extra_mentions=mentions, extra_names=names,
             extra_canonicals=canonicals,
             min_similarity=policy.inferred_min_similarity, limit=policy.contradiction.max_pairs_per_claim,
+            neighbours=True, neighbour_similarity=policy.inferred_candidate_similarity, lexical=lexical,
             database=self._db,
         )
         # Write order (revision, then place in the batch): versions written together chain v1 ← v2 ← v3.
@@ -386,32 +433,79 @@ class ProjectionWorker:
         candidates = {f.subject.id: [supersession.Candidate(
             supersession.ClaimView(c.id, c.content, c.entities), cos) for c, cos in f.candidates] for f in found}
         plan_report = supersession.PlanReport()
+        judge_fn = self._inference_judge(policy, views, candidates, report)
         decided = supersession.plan(views, candidates, min_similarity=policy.inferred_min_similarity,
                                     min_confidence=policy.inferred_min_confidence,
-                                    heuristic_threshold=policy.contradiction.heuristic_threshold, report=plan_report)
+                                    heuristic_threshold=policy.contradiction.heuristic_threshold, report=plan_report,
+                                    judge_fn=judge_fn)
         report.inferred_pairs += plan_report.pairs
         for kind, n in plan_report.rejected.items():
             report.inferred_rejected[kind] = report.inferred_rejected.get(kind, 0) + n
         return [inferred.InferredWrite(d.newer_id, d.older_id, d.revision, d.confidence, d.kind, d.reason)
                 for d in decided]
 
-    def refresh_pagerank(self, namespace: str, report: PassReport) -> None:
-        """PageRank is a derived view, refreshed after projections_seq has moved (never delaying it)."""
-        if not (self.config.entities and self.config.pagerank
-                and report.entities_created + report.mentions_created + report.facts_created):
-            return
+    def _inference_judge(self, policy: Policy, views: Sequence[tuple[supersession.ClaimView, int]],
+                         candidates: dict[str, list[supersession.Candidate]],
+                         report: PassReport) -> supersession.Judge:
+        """The judge `plan` calls: offline (frames, then entities), or the LLM's verdicts on every
+        bounded candidate pair of the batch, asked in batched calls before planning. A failed LLM call
+        leaves its pairs undecided (no supersession), counted in the report, never a guess."""
+        def offline(newer: supersession.ClaimView, older: supersession.ClaimView, cos: float) -> supersession.Judgement:
+            return supersession.judge_offline(
+                newer, older, cos, min_similarity=policy.inferred_min_similarity,
+                min_confidence=policy.inferred_min_confidence,
+                frame_min_similarity=policy.inferred_candidate_similarity,
+                heuristic_threshold=policy.contradiction.heuristic_threshold)
+        if policy.inferred_judge != "llm" or not policy.inferred_llm_model:
+            return offline
+        with self._extractor_lock:
+            judge = self._llm_judges.get(policy.inferred_llm_model)
+            if judge is None:
+                judge = self._llm_judges[policy.inferred_llm_model] = LlmSupersessionJudge(
+                    policy.inferred_llm_model, self.config.llm_inference)
+        by_id = {v.id: v for v, _ in views}
+        pairs = [(by_id[sid], c.claim) for sid, cands in candidates.items() if sid in by_id for c in cands]
+        verdicts = judge.judge_pairs(pairs, min_confidence=policy.inferred_min_confidence)
+        report.inference_llm_calls += verdicts.calls
+        report.inference_llm_cost_usd += verdicts.cost_usd
+        report.inference_llm_failed_pairs += verdicts.failed_pairs
+        if verdicts.problems:
+            self.failures["inference_llm"] += 1
+            report.problems.extend(verdicts.problems)
+
+        def llm(newer: supersession.ClaimView, older: supersession.ClaimView, cos: float) -> supersession.Judgement:
+            return verdicts.get(newer.id, older.id)
+        return llm
+
+    def refresh_pagerank(self, namespace: str, report: PassReport | None = None, *,
+                         exact: bool | None = None) -> graph_entities.PageRankRun | None:
+        """PageRank is a derived view, refreshed after projections_seq has moved (never delaying it):
+        when the graph grew enough (`pagerank_min_growth`, `pagerank_min_new_entities`), and — with
+        `exact`, by default when the pass caught up — whenever it differs at all from the graph last
+        ranked, so the scores of an idle namespace are those of its final graph, not of wherever
+        the last large-enough growth happened to fall."""
+        if not (self.config.entities and self.config.pagerank):
+            return None
+        exact = (report is not None and report.caught_up) if exact is None else exact
+        changed = report is None or bool(report.entities_created + report.mentions_created + report.facts_created)
+        if not (changed or exact):
+            return None
         if self._gds is None:
             self._gds = gds.gds_available(self.rt.driver, self._db)
         if not self._gds:
-            return
+            return None
         try:
             run = gds.refresh_pagerank(self.rt.driver, namespace, min_growth=self.config.pagerank_min_growth,
-                                       min_new_entities=self.config.pagerank_min_new_entities, database=self._db)
+                                       min_new_entities=self.config.pagerank_min_new_entities, exact=exact,
+                                       database=self._db)
         except Exception as exc:  # a derived view: never stall projections behind it
-            report.problems.append(f"pagerank: {type(exc).__name__}: {exc}")
+            if report is not None:
+                report.problems.append(f"pagerank: {type(exc).__name__}: {exc}")
             log.exception("pagerank refresh of %s failed", namespace)
-            return
-        report.pagerank_runs += int(run.ran)
+            return None
+        if report is not None:
+            report.pagerank_runs += int(run.ran)
+        return run
 
     def run_pending(self, namespaces: Sequence[str] | None = None, *, pagerank: bool = True) -> list[PassReport]:
         """One pass over every namespace with pending work (or over the given ones)."""
@@ -421,8 +515,8 @@ class ProjectionWorker:
         for ns in names:
             try:
                 reports.append(self.run_once(ns, pagerank=pagerank))
-            except (ServiceUnavailable, SessionExpired):
-                raise  # the database is gone: the whole pass backs off
+            except (ServiceUnavailable, SessionExpired, UnavailableError):
+                raise  # the database is gone (graph.errors maps the driver's errors): the whole pass backs off
             except Exception as exc:  # one namespace's trouble (e.g. deleted mid-pass) must not stall the rest
                 self.failures["namespace"] += 1
                 self.pass_errors.append(f"{type(exc).__name__}: {exc}")
@@ -472,6 +566,9 @@ class BackgroundWorker:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        # Namespaces whose graph changed since their PageRank was last known exact: ranked with
+        # `exact` at the first pass that finds them idle (while busy, the growth throttle applies).
+        self._unranked: set[str] = set()
 
     @property
     def running(self) -> bool:
@@ -514,8 +611,13 @@ class BackgroundWorker:
                     if report.batches:
                         self.reports.append(report)
                 self.passes += 1
+                busy = {report.namespace for report in reports if report.batches}
                 for report in reports:  # after the pass is counted: PageRank never delays projections
-                    self.worker.refresh_pagerank(report.namespace, report)
+                    if report.batches:
+                        self.worker.refresh_pagerank(report.namespace, report, exact=False)
+                for ns in sorted(self._unranked - busy):
+                    self.worker.refresh_pagerank(ns, exact=True)
+                self._unranked = busy
                 delay = self.interval
             except Exception as exc:  # keep the thread alive; the next pass retries from projections_seq
                 self.errors += 1

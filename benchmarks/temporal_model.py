@@ -74,20 +74,34 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
                     drop_namespace(driver, ns)
             if steps % 1000 < args.episode_steps:
                 print(f"{steps} steps, {violations} violations, {time.perf_counter() - started:.0f} s", flush=True)
+                _write(args, _result(args, steps, episodes, kinds, violations, failures, started, done=False))
     finally:
         driver.close()
-    result = {
+    result = _result(args, steps, episodes, kinds, violations, failures, started, done=True)
+    out = _write(args, result)
+    print(f"steps run: {steps} in {episodes} namespaces · violations found: {violations} · {result['seconds']} s "
+          f"· operations {result['operations']} → {out}")
+    return result
+
+
+def _result(args: argparse.Namespace, steps: int, episodes: int, kinds: dict[str, int], violations: int,
+            failures: list[dict[str, Any]], started: float, *, done: bool) -> dict[str, Any]:
+    return {
         "benchmark": "temporal_model", "date": datetime.now(UTC).date().isoformat(),
         "machine": f"{platform.machine()} · {platform.system()} · Python {platform.python_version()}",
         "seed": args.seed, "steps": steps, "episodes": episodes, "operations": dict(sorted(kinds.items())),
         "violations": violations, "failures": failures[:20], "seconds": round(time.perf_counter() - started, 1),
+        "finished": done,
     }
-    args.results_dir.mkdir(parents=True, exist_ok=True)
-    out = args.results_dir / f"temporal-model-seed{args.seed}.json"
+
+
+def _write(args: argparse.Namespace, result: dict[str, Any]) -> Path:
+    """Written every 1,000 steps too, so a long run that is stopped still leaves its count."""
+    results_dir: Path = args.results_dir
+    results_dir.mkdir(parents=True, exist_ok=True)
+    out = results_dir / f"temporal-model-seed{args.seed}.json"
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"steps run: {steps} in {episodes} namespaces · violations found: {violations} · {result['seconds']} s "
-          f"· operations {result['operations']} → {out}")
-    return result
+    return out
 
 
 def main() -> None:

@@ -78,6 +78,12 @@ class Embedder:
         self._cache_size = cache_size
         self._lock = threading.Lock()
 
+    def serves(self, name: str) -> bool:
+        """Whether `name` (a policy's embedding_model) is this embedder's model, under any of its names."""
+        if name == self.model_name:
+            return True
+        return self.model_name == DEFAULT_MODEL and name in _DEFAULT_ALIASES
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
@@ -88,15 +94,16 @@ class Embedder:
             )
         return [[float(x) for x in row] for row in vectors]
 
-    def embed_stable(self, texts: Sequence[str], *, block: int = 16) -> list[list[float]]:
+    def embed_stable(self, texts: Sequence[str], *, min_rows: int = 8) -> list[list[float]]:
         """Embeddings whose bits do not depend on which other texts share the call.
 
-        `embed` pads every text of a batch to the batch's longest, and the padded shape changes
-        which kernels the model's matrix products run, so one name's vector moves by ~1e-7 with
-        its neighbours in the call — enough to flip a merge decision that sits on the threshold.
-        Here texts are grouped by token count (no padding at all) and encoded in blocks of exactly
-        `block` rows (a short block is filled with repeats), so every text is always computed in
-        the same shape. Costs a little more than `embed`; meant for entity names.
+        `embed` pads every text of a batch to the batch's longest, and padding changes the shapes
+        of the model's matrix products, so one name's vector moves by ~1e-7 with its neighbours in
+        the call — enough to flip a merge decision that sits on the threshold. Here texts are
+        grouped by token count, so nothing is ever padded, and every model call holds at least
+        `min_rows` texts (a short group is filled with repeats): the CPU kernels give a row the
+        same bits whatever the other rows once a call has a few of them (measured on this build:
+        from 3 rows on, for MiniLM; a single row takes another path). Costs about what `embed` does.
         """
         if not texts:
             return []
@@ -110,13 +117,14 @@ class Embedder:
         for text, tokens in zip(unique, ids, strict=True):
             groups.setdefault(len(tokens), []).append(text)
         out: dict[str, list[float]] = {}
+        size = max(self.batch_size, min_rows)
         with self._lock:
             for length in sorted(groups):
                 group = groups[length]
-                for i in range(0, len(group), block):
-                    chunk = group[i:i + block]
+                for i in range(0, len(group), size):
+                    chunk = group[i:i + size]
                     vectors = self._model.encode(
-                        chunk + [chunk[0]] * (block - len(chunk)), batch_size=block, normalize_embeddings=True,
+                        chunk + [chunk[0]] * (min_rows - len(chunk)), batch_size=size, normalize_embeddings=True,
                         convert_to_numpy=True, show_progress_bar=False,
                     )
                     out.update((text, [float(x) for x in row]) for text, row in zip(chunk, vectors, strict=False))

@@ -41,15 +41,26 @@ typed value conflict, the heuristic's own weight for a value signal), and it mus
 `min_confidence`. Direction is the caller's business: `newer` is the later write.
 
 Pure: no Neo4j, no model. Entities come in as their stored names, similarity as a number.
+
+**Two offline judges.** `judge` above is the entity judge (tests 1–5). `judge_frames` reads the
+two texts themselves (extraction/frames.py): the shared frame of content words, names and codes,
+and the one value that differs — a date compared as a date, money, a quantity in its unit, a
+version, a state, a name in the object position — with the same guards against another subject
+(a name or code on one side only, a word swapped in place, another attribute of the same
+subject, a restatement of the same value). It needs no extracted entity and no cosine above 0.7,
+so it reaches the paraphrased updates the entity judge cannot. `judge_offline` (what the worker
+runs under `inferred_judge: "offline"`) tries the frame judge first and falls back to the entity
+judge, so nothing the entity judge found before is lost.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from extraction import frames
 from extraction.contradiction.heuristic import HeuristicDetector, Parsed, Value, parse, side_of_pivot
 from extraction.entities.normalize import canonical, is_value, tokens, word_list
 
@@ -91,8 +102,9 @@ class Judgement:
 
     supersedes: bool
     confidence: float
-    kind: str          # value | state | identifier | negation, or the failed test when rejected
+    kind: str          # value | state | identifier | negation | name | code, or the failed test when rejected
     reason: str
+    old_value: str = ""   # the frame judge's normalised old value (restatements of it go with it)
 
 
 @dataclass(frozen=True)
@@ -272,9 +284,55 @@ def judge(newer: ClaimView, older: ClaimView, similarity: float, *, min_similari
     return Judgement(True, confidence, kind, f"{kind} changed: {detail}; same subject ({shared_text})"[:300])
 
 
+_FRAMES: dict[str, frames.Frame] = {}
+
+
+def frame_of(text: str) -> frames.Frame:
+    """The analysed frame of a text, cached (a worker judges one claim against many)."""
+    found = _FRAMES.get(text)
+    if found is None:
+        if len(_FRAMES) > 20_000:
+            _FRAMES.clear()
+        found = _FRAMES[text] = frames.analyse(text)
+    return found
+
+
+def judge_frames(newer: ClaimView, older: ClaimView, similarity: float, *, min_similarity: float,
+                 min_confidence: float) -> Judgement:
+    """The frame judge: same frame, one value changed, no other subject (extraction/frames.py)."""
+    if similarity < min_similarity:
+        return _reject("similarity", f"cosine {similarity:.3f} < {min_similarity:.3f}")
+    c = frames.compare(frame_of(newer.content), frame_of(older.content))
+    if not c.supersedes:
+        return _reject(c.slot, c.detail)
+    if c.confidence < min_confidence:
+        return _reject("confidence", f"confidence {c.confidence:.3f} < {min_confidence:.3f} ({c.detail})")
+    return Judgement(True, c.confidence, c.slot, f"{c.slot} changed: {c.detail}"[:300], c.old_value)
+
+
+def judge_offline(newer: ClaimView, older: ClaimView, similarity: float, *, min_similarity: float,
+                  min_confidence: float, frame_min_similarity: float, heuristic_threshold: float = 0.6) -> Judgement:
+    """The frame judge, then the entity judge: the first that finds a supersession decides; when
+    neither does, the frame judge's rejection is the reason reported."""
+    by_frames = judge_frames(newer, older, similarity, min_similarity=frame_min_similarity,
+                             min_confidence=min_confidence)
+    if by_frames.supersedes:
+        return by_frames
+    if by_frames.kind in VETO:
+        return by_frames   # another subject, the same value again, another occasion: the entity judge may not overrule
+    by_entities = judge(newer, older, similarity, min_similarity=min_similarity, min_confidence=min_confidence,
+                        heuristic_threshold=heuristic_threshold)
+    return by_entities if by_entities.supersedes else by_frames
+
+
+Judge = Callable[[ClaimView, ClaimView, float], Judgement]
+# Frame-judge rejections that are evidence against the pair, not just a failure to see the update.
+VETO = frozenset({"subject", "restatement", "occasion", "substitution"})
+
+
 def plan(subjects: Sequence[tuple[ClaimView, int]], candidates: Mapping[str, Sequence[Candidate]], *,
          min_similarity: float, min_confidence: float, heuristic_threshold: float = 0.6,
-         report: PlanReport | None = None) -> list[Inferred]:
+         report: PlanReport | None = None, judge_fn: Judge | None = None) -> list[Inferred]:
     """Decide the supersessions of one worker batch.
 
     `subjects` are (claim, revision) in write order; `candidates[subject id]` are the older claims
@@ -289,32 +347,53 @@ def plan(subjects: Sequence[tuple[ClaimView, int]], candidates: Mapping[str, Seq
     A claim superseded earlier in the same plan is no longer a candidate, so a chain v1 ← v2 ← v3
     written in one batch becomes two links, not v3 → v1 as well — the same outcome as a worker
     that kept up and saw the versions one by one.
+
+    The exception to one-for-one is a restatement: when another candidate that passes states the
+    same old value as the chosen one ("PO-7781 is expected on March 15" / "PO-7781 is still due on
+    15 March"), or one that failed only for want of seeing the update (not for evidence against
+    it) is read by the frame judge as the chosen one said again, the new value replaces both, or
+    the restatement would stay visible as a stale duplicate.
+
+    `judge_fn(newer, older, cosine)` replaces the entity judge (the worker passes `judge_offline`).
     """
     rep = report if report is not None else PlanReport()
     gone: set[str] = set()
     out: list[Inferred] = []
     for subject, revision in subjects:
         passed: list[tuple[Candidate, Judgement]] = []
+        failed: list[tuple[Candidate, Judgement]] = []
         for cand in candidates.get(subject.id, ()):
             if cand.claim.id in gone or cand.claim.id == subject.id:
                 continue
             rep.pairs += 1
-            verdict = judge(subject, cand.claim, cand.similarity, min_similarity=min_similarity,
-                            min_confidence=min_confidence, heuristic_threshold=heuristic_threshold)
+            verdict = (judge_fn(subject, cand.claim, cand.similarity) if judge_fn is not None else
+                       judge(subject, cand.claim, cand.similarity, min_similarity=min_similarity,
+                             min_confidence=min_confidence, heuristic_threshold=heuristic_threshold))
             if verdict.supersedes:
                 passed.append((cand, verdict))
             else:
+                failed.append((cand, verdict))
                 rep.rejected[verdict.kind] = rep.rejected.get(verdict.kind, 0) + 1
         if not passed:
             continue
         passed.sort(key=lambda cv: (-cv[1].confidence, -cv[0].similarity, cv[0].claim.id))
         (best, verdict), *others = passed
-        if others:
-            rep.rejected["not_best"] = rep.rejected.get("not_best", 0) + len(others)
-        gone.add(best.claim.id)
-        rep.inferred += 1
-        out.append(Inferred(subject.id, best.claim.id, revision, verdict.confidence, verdict.kind, verdict.reason))
+        twins = [(c, v) for c, v in others if verdict.old_value and v.old_value == verdict.old_value]
+        if len(others) > len(twins):
+            rep.rejected["not_best"] = rep.rejected.get("not_best", 0) + len(others) - len(twins)
+        if verdict.old_value:
+            # A restatement of the replaced claim goes with it even when its own wording kept the judge
+            # from seeing the update — unless the judge found evidence against the pair.
+            twins += [(c, replace(verdict, reason=f"restates the claim superseded with it; {verdict.reason}"[:300]))
+                      for c, v in failed if v.kind not in VETO and c.claim.id not in gone
+                      and frames.compare(frame_of(c.claim.content), frame_of(best.claim.content)).slot
+                      == "restatement"]
+        for cand, v in [(best, verdict), *twins]:
+            gone.add(cand.claim.id)
+            rep.inferred += 1
+            out.append(Inferred(subject.id, cand.claim.id, revision, v.confidence, v.kind, v.reason))
     return out
 
 
-__all__ = ["Candidate", "ClaimView", "Inferred", "Judgement", "PlanReport", "judge", "plan"]
+__all__ = ["Candidate", "ClaimView", "Inferred", "Judge", "Judgement", "PlanReport", "frame_of", "judge",
+           "judge_frames", "judge_offline", "plan"]

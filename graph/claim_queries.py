@@ -8,6 +8,7 @@ valid while agents keep writing, unlike OFFSET paging.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,12 +35,31 @@ def encode_cursor(revision: int, position: int, claim_id: str) -> str:
     return base64.urlsafe_b64encode(json.dumps([revision, position, claim_id]).encode()).decode()
 
 
+# A cursor this service issues is ~60 characters: [revision, batch position, 32-hex id] as base64 JSON.
+MAX_CURSOR_CHARS = 256
+_MAX_INT64 = 2**63 - 1
+
+
 def decode_cursor(cursor: str) -> tuple[int, int, str]:
+    """The (revision, position, id) of a cursor from `encode_cursor`; anything else is BAD_INPUT.
+
+    Checked before it is decoded (type, size: a forged cursor cannot nest JSON deep enough to
+    exhaust the parser's recursion, nor carry a megabyte) and after (exactly three items: two
+    integers Neo4j can hold, not booleans or floats, and a short string)."""
+    refused = BadInputError("after is not a cursor this service issued", field="after")
+    if not isinstance(cursor, str) or not 0 < len(cursor) <= MAX_CURSOR_CHARS:
+        raise refused
     try:
-        revision, position, claim_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return int(revision), int(position), str(claim_id)
-    except (ValueError, TypeError) as exc:
-        raise BadInputError("after is not a cursor this service issued", field="after") from exc
+        decoded = json.loads(base64.b64decode(cursor.encode("ascii"), altchars=b"-_", validate=True))
+    except (ValueError, TypeError, RecursionError, binascii.Error):  # UnicodeError is a ValueError
+        raise refused from None
+    if not (isinstance(decoded, list) and len(decoded) == 3):
+        raise refused
+    revision, position, claim_id = decoded
+    ints_ok = all(type(v) is int and 0 <= v <= _MAX_INT64 for v in (revision, position))
+    if not ints_ok or not isinstance(claim_id, str) or not 0 < len(claim_id) <= 128:
+        raise refused
+    return revision, position, claim_id
 
 
 def list_claims(driver: Driver, namespace: str, flt: ClaimFilter, first: int, after: str | None,

@@ -17,7 +17,7 @@ projected UNDIRECTED for PageRank. The queries below never call a model: vectors
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,25 +73,6 @@ def entity_vectors(driver: Driver, namespace: str, ids: Sequence[str], chunk: in
             ids=wanted[i:i + chunk], ns=namespace, database_=database, routing_="r",
         )
         out.extend((r["id"], r["canonical"], r["name"], list(r["embedding"])) for r in records)
-    return out
-
-
-def nearest_entities(driver: Driver, namespace: str, vectors: Mapping[str, Sequence[float]], k: int = 3,
-                     database: str | None = None) -> dict[str, list[tuple[str, str, float]]]:
-    """For each key's vector, the k nearest entities of the namespace: (id, name, cosine in [-1, 1])."""
-    if not vectors:
-        return {}
-    rows = [{"key": key, "v": list(vec)} for key, vec in sorted(vectors.items())]
-    records, _, _ = driver.execute_query(
-        "UNWIND $rows AS row "
-        "CALL (row) { CALL db.index.vector.queryNodes('entity_embedding', $fetch, row.v) YIELD node, score "
-        "  WITH node, score WHERE node.namespace = $ns RETURN node, score ORDER BY score DESC, node.id LIMIT $k } "
-        "RETURN row.key AS key, node.id AS id, node.name AS name, score",
-        rows=rows, ns=namespace, k=k, fetch=max(k * 10, 50), database_=database, routing_="r",
-    )
-    out: dict[str, list[tuple[str, str, float]]] = {}
-    for r in records:
-        out.setdefault(r["key"], []).append((r["id"], r["name"], round(2.0 * float(r["score"]) - 1.0, 6)))
     return out
 
 
@@ -272,6 +253,31 @@ def neighbourhood(driver: Driver, namespace: str, entity_id: str, first: int = 2
         ns=namespace, id=entity_id, first=first, database_=database, routing_="r",
     )
     return [dict(r["n"]) | {"weight": float(r["weight"])} for r in records]
+
+
+def neighbourhoods(driver: Driver, namespace: str, entity_ids: Sequence[str], first: int = 20,
+                   database: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """`neighbourhood` of many entities in one round trip (for a DataLoader): id -> its neighbours, in
+    the same order and with the same limit; an id that is not (or no longer) an entity maps to []."""
+    if not 1 <= first <= 1000:
+        raise BadInputError("first must be between 1 and 1000", field="first", limit=1000)
+    wanted = sorted(set(entity_ids))
+    out: dict[str, list[dict[str, Any]]] = {eid: [] for eid in wanted}
+    if not wanted:
+        return out
+    records, _, _ = driver.execute_query(
+        "UNWIND $ids AS id MATCH (e:Entity {namespace: $ns, id: id}) "
+        "CALL (e) { MATCH (e)-[r:RELATED]-(n:Entity {namespace: $ns}) "
+        f"  RETURN {_entity_map('n')} AS n, r.weight AS weight "
+        "  ORDER BY weight DESC, coalesce(n.pagerank, 0.0) DESC, n.id LIMIT $first } "
+        "RETURN e.id AS of, n, weight",
+        ids=wanted, ns=namespace, first=first, database_=database, routing_="r",
+    )
+    for r in records:
+        out[r["of"]].append(dict(r["n"]) | {"weight": float(r["weight"])})
+    for rows in out.values():  # the order of `neighbourhood`, whatever order the rows came back in
+        rows.sort(key=lambda n: (-n["weight"], -(n.get("pagerank") or 0.0), n["id"]))
+    return out
 
 
 def shortest_path(driver: Driver, namespace: str, source_id: str, target_id: str, max_hops: int = 4,

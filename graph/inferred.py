@@ -26,6 +26,7 @@ Nothing here calls a model: embeddings are compared by `vector.similarity.cosine
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,6 +36,8 @@ from neo4j import Driver, ManagedTransaction
 
 from graph.revisions import bump, to_py_datetime
 from graph.visibility import OPEN, current_at
+from schema.errors import NotFoundError
+from schema.models import InferredLink, UndoInferenceResult
 
 REASON = "inferred"
 
@@ -85,6 +88,8 @@ def inference_candidates(driver: Driver, namespace: str, subject_ids: Sequence[s
                          extra_mentions: Mapping[str, Set[str]] | None = None,
                          extra_names: Mapping[str, str] | None = None,
                          extra_canonicals: Mapping[str, str] | None = None, min_similarity: float, limit: int,
+                         neighbours: bool = False, neighbour_similarity: float | None = None,
+                         lexical: Mapping[str, Sequence[str]] | None = None,
                          database: str | None = None) -> list[SubjectCandidates]:
     """For each subject (a claim id), the older claims it may supersede.
 
@@ -102,13 +107,21 @@ def inference_candidates(driver: Driver, namespace: str, subject_ids: Sequence[s
     sentence start, and "james petrova"): the offline extractor makes such twins, and without
     this two versions of one patient's dose would never meet. The judge then decides whether
     the subjects really agree.
+
+    With `neighbours`, candidates need no shared entity (most updates name none the extractor
+    finds: a plan's price, a ward's bed count): the subject's nearest neighbours in the namespace
+    by the vector index with cosine ≥ `neighbour_similarity`, and claims the fulltext index finds
+    for the subject's own names and codes (`lexical`: subject id → canonical phrases, at most 4),
+    pass the same tests. Entity, vector and fulltext candidates are merged by cosine and capped
+    at `limit` per subject, so the judge's work stays bounded whatever the namespace holds.
     """
     if not subject_ids:
         return []
+    floor = min_similarity if neighbour_similarity is None else neighbour_similarity
     with driver.session(database=database, default_access_mode="READ") as session:
         return session.execute_read(_candidates, namespace, list(subject_ids), dict(extra_mentions or {}),
                                     dict(extra_names or {}), dict(extra_canonicals or {}), min_similarity,
-                                    max(1, limit))
+                                    max(1, limit), floor if neighbours else None, dict(lexical or {}))
 
 
 def _related(tx: ManagedTransaction, ns: str, entity_ids: Set[str], extra_canonicals: Mapping[str, str],
@@ -137,9 +150,72 @@ def _related(tx: ManagedTransaction, ns: str, entity_ids: Set[str], extra_canoni
     return out
 
 
+_ADMISSIBLE = ("c.id <> n.id AND c.status = 'current' AND c.claim_key IS NULL "
+               "AND (c.revision < n.revision OR (c.revision = n.revision "
+               "     AND coalesce(c.batch_index, 0) < coalesce(n.batch_index, 0)))")
+
+
+def _neighbours(tx: ManagedTransaction, ns: str, sid: str, floor: float, limit: int,
+                phrases: Sequence[str]) -> list[tuple[dict[str, Any], float]]:
+    """Rows of the subject's vector neighbours (growing the fetch past other namespaces' claims, as
+    graph.projections does) and of the fulltext hits for its names, admissible by write order and
+    status, with cosine ≥ `floor`; best first, at most a few times `limit` (visibility is checked
+    by the caller)."""
+    threshold = (1.0 + floor) / 2.0
+    want = limit * 4
+    fetch = max(limit * 8, 50)
+    rows: dict[str, tuple[dict[str, Any], float]] = {}
+    while True:
+        record = tx.run(
+            "MATCH (n:Claim {namespace: $ns, id: $id}) "
+            "CALL db.index.vector.queryNodes('claim_embedding', $fetch, n.embedding) YIELD node, score "
+            "WITH n, count(*) AS raw, min(score) AS lowest, collect({c: node, score: score}) AS hits "
+            "UNWIND hits AS h WITH n, raw, lowest, h.c AS c, h.score AS score "
+            f"WHERE c.namespace = $ns AND score >= $threshold AND {_ADMISSIBLE} "
+            f"RETURN raw, lowest, collect({{row: {_ROW}, score: score}}) AS found",
+            ns=ns, id=sid, fetch=fetch, threshold=threshold,
+        ).single()
+        if record is None:
+            break
+        for h in record["found"]:
+            rows[str(h["row"]["id"])] = (dict(h["row"]), round(2.0 * float(h["score"]) - 1.0, 6))
+        raw, lowest = int(record["raw"]), record["lowest"]
+        if len(rows) >= want or raw < fetch or lowest is None or float(lowest) < threshold or fetch >= 4000:
+            break
+        fetch = min(fetch * 4, 4000)
+    queries = sorted({q for q in (_lucene(p) for p in phrases[:4]) if q})
+    if queries:
+        for r in tx.run(
+            "MATCH (n:Claim {namespace: $ns, id: $id}) "
+            "UNWIND $queries AS q "
+            "CALL (q) { CALL db.index.fulltext.queryNodes('claim_content', q, {limit: $flimit}) YIELD node "
+            "  RETURN node } "
+            "WITH DISTINCT n, node AS c "
+            f"WHERE c.namespace = $ns AND {_ADMISSIBLE} "
+            "WITH n, c, vector.similarity.cosine(n.embedding, c.embedding) AS score WHERE score >= $threshold "
+            f"RETURN {_ROW} AS row, score ORDER BY score DESC, row.id LIMIT $want",
+            ns=ns, id=sid, queries=queries, flimit=max(want * 4, 100), threshold=threshold, want=want,
+        ):
+            rows.setdefault(str(r["row"]["id"]), (dict(r["row"]), round(2.0 * float(r["score"]) - 1.0, 6)))
+    return sorted(rows.values(), key=lambda t: (-t[1], str(t[0]["id"])))
+
+
+_LUCENE_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def _lucene(phrase: str) -> str | None:
+    """A fulltext query for a canonical phrase: every token as a term prefix (codes like "po 7781"
+    are split by the analyzer the same way)."""
+    toks = _LUCENE_TOKEN.findall(phrase.lower())
+    if not toks or len(toks) > 6:
+        return None
+    return " AND ".join(f"{t}*" for t in toks)
+
+
 def _candidates(tx: ManagedTransaction, ns: str, subject_ids: list[str], extra: dict[str, Set[str]],
                 extra_names: dict[str, str], extra_canonicals: dict[str, str], min_cos: float,
-                limit: int) -> list[SubjectCandidates]:
+                limit: int, floor: float | None = None,
+                lexical: dict[str, Sequence[str]] | None = None) -> list[SubjectCandidates]:
     memo: dict[str, set[str]] = {}
     by_entity: dict[str, set[str]] = {}
     for cid, eids in extra.items():
@@ -158,11 +234,11 @@ def _candidates(tx: ManagedTransaction, ns: str, subject_ids: list[str], extra: 
         row = dict(record["row"])
         entity_ids = {e["id"] for e in record["ents"] if e["id"] is not None} | set(extra.get(sid, ()))
         names.update({e["id"]: e["name"] for e in record["ents"] if e["id"] is not None})
-        if not entity_ids:
+        if not entity_ids and floor is None:
             continue
-        search = _related(tx, ns, entity_ids, extra_canonicals, memo)
+        search = _related(tx, ns, entity_ids, extra_canonicals, memo) if entity_ids else set()
         in_batch = sorted({cid for eid in search for cid in by_entity.get(eid, ())} - {sid})
-        rows = tx.run(
+        rows: Any = tx.run(
             "MATCH (n:Claim {namespace: $ns, id: $id}) "
             "CALL () { "
             "  UNWIND $eids AS eid MATCH (c:Claim {namespace: $ns})-[:MENTIONS]->(:Entity {namespace: $ns, id: eid}) "
@@ -178,12 +254,32 @@ def _candidates(tx: ManagedTransaction, ns: str, subject_ids: list[str], extra: 
             "OPTIONAL MATCH (c)-[:MENTIONS]->(e:Entity) "
             f"RETURN {_ROW} AS row, score, collect({{id: e.id, name: e.name}}) AS ents "
             "ORDER BY score DESC, row.id",
-            ns=ns, id=sid, eids=sorted(search), extra=in_batch, threshold=(1.0 + min_cos) / 2.0,
+            ns=ns, id=sid, eids=sorted(search), extra=in_batch,
+            threshold=(1.0 + (min_cos if floor is None else min(min_cos, floor))) / 2.0,
             limit=limit * 4,  # visibility at the subject's revision is checked below, so over-fetch
-        )
-        kept: list[tuple[dict[str, Any], set[str], float]] = []
+        ) if search or in_batch else []
+        pool: dict[str, tuple[dict[str, Any], set[str], float]] = {}
         for r in rows:
             cand = dict(r["row"])
+            pool[str(cand["id"])] = (cand, {e["id"] for e in r["ents"] if e["id"] is not None},
+                                     round(2.0 * float(r["score"]) - 1.0, 6))
+            names.update({e["id"]: e["name"] for e in r["ents"] if e["id"] is not None})
+        if floor is not None:
+            found = [(row_, cos_) for row_, cos_ in _neighbours(tx, ns, sid, floor, limit, (lexical or {}).get(sid, ()))
+                     if str(row_["id"]) not in pool]
+            ents_of: dict[str, set[str]] = {}
+            if found:
+                for r in tx.run(
+                    "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id}) "
+                    "OPTIONAL MATCH (c)-[:MENTIONS]->(e:Entity) RETURN id, collect({id: e.id, name: e.name}) AS ents",
+                    ids=[str(row_["id"]) for row_, _ in found], ns=ns,
+                ):
+                    ents_of[str(r["id"])] = {e["id"] for e in r["ents"] if e["id"] is not None}
+                    names.update({e["id"]: e["name"] for e in r["ents"] if e["id"] is not None})
+            for row_, cos_ in found:
+                pool[str(row_["id"])] = (row_, ents_of.get(str(row_["id"]), set()), cos_)
+        kept: list[tuple[dict[str, Any], set[str], float]] = []
+        for cand, cand_ents, cos in sorted(pool.values(), key=lambda t: (-t[2], str(t[0]["id"]))):
             if not current_at(cand["vis_from"], cand["vis_to"], int(row["revision"])):
                 continue
             if not _windows_overlap(_dt(row["valid_from"]), _dt(row["valid_to"]), _dt(cand["valid_from"]),
@@ -192,9 +288,8 @@ def _candidates(tx: ManagedTransaction, ns: str, subject_ids: list[str], extra: 
             s_from, c_from = _dt(row["valid_from"]), _dt(cand["valid_from"])
             if s_from is not None and c_from is not None and s_from < c_from:
                 continue  # the newer write states an earlier state of the world: it replaces nothing
-            ents = {e["id"] for e in r["ents"] if e["id"] is not None} | set(extra.get(cand["id"], ()))
-            names.update({e["id"]: e["name"] for e in r["ents"] if e["id"] is not None})
-            kept.append((cand, ents, round(2.0 * float(r["score"]) - 1.0, 6)))
+            ents = cand_ents | set(extra.get(cand["id"], ()))
+            kept.append((cand, ents, cos))
             if len(kept) >= limit:
                 break
         # Entities the batch links but the store already knows are named by the store.
@@ -312,7 +407,75 @@ def inferred_successors(tx: ManagedTransaction, namespace: str, ids: Sequence[st
     return out
 
 
+# ------------------------------------------------------------------------------ listing and undoing
+_LINK_FIELDS = ("{newer_id: n.id, older_id: o.id, newer_content: n.content, older_content: o.content, "
+                "revision: s.revision, found_at_revision: s.found_at_revision, confidence: s.confidence, "
+                "kind: s.kind, reason: s.detail, undone_at_revision: s.undone_at_revision, "
+                "undone_reason: s.undone_reason}")
+
+
+def inferred_links(tx: ManagedTransaction, namespace: str, claim_ids: Sequence[str] | None, revision: int, *,
+                   include_undone: bool = False, limit: int = 100) -> list[InferredLink]:
+    """The inferred supersessions recorded by `revision` that touch any of `claim_ids` (as the newer
+    or the older side; None: the whole namespace), oldest first. Without `include_undone`, only those
+    in force at `revision` — what a packet at that revision was shaped by."""
+    where = ("s.reason = $reason AND s.revision <= $rev AND ($undone OR s.undone_at_revision IS NULL "
+             "OR s.undone_at_revision > $rev)")
+    if claim_ids is None:
+        query = (f"MATCH (n:Claim {{namespace: $ns}})-[s:SUPERSEDES]->(o:Claim {{namespace: $ns}}) WHERE {where} "
+                 f"RETURN {_LINK_FIELDS} AS link ORDER BY link.revision, link.newer_id, link.older_id LIMIT $limit")
+    else:
+        query = (
+            "CALL () { UNWIND $ids AS id MATCH (n:Claim {namespace: $ns, id: id})-[s:SUPERSEDES]->(o:Claim) "
+            "RETURN n, s, o UNION UNWIND $ids AS id MATCH (n:Claim)-[s:SUPERSEDES]->(o:Claim {namespace: $ns, id: id}) "
+            f"RETURN n, s, o }} WITH n, s, o WHERE {where} "
+            f"RETURN {_LINK_FIELDS} AS link ORDER BY link.revision, link.newer_id, link.older_id LIMIT $limit")
+    rows = tx.run(query, ns=namespace, ids=sorted(set(claim_ids or ())), rev=revision, undone=include_undone,
+                  reason=REASON, limit=max(1, limit))
+    out = []
+    for r in rows:
+        link = dict(r["link"])
+        undone = link.get("undone_at_revision")
+        out.append(InferredLink(**link, active=undone is None or int(undone) > revision))
+    return out
+
+
+def undo_inferred(tx: ManagedTransaction, namespace: str, newer_id: str, older_id: str,
+                  reason: str) -> UndoInferenceResult:
+    """An operator's undo of one inferred supersession, recorded at a new revision like a retraction:
+    the link gets `undone_at_revision`, and the older claim is current again from that revision on
+    (an as-of recall before it still sees what the store showed then), unless another active
+    supersession hides it. The worker never re-infers an undone pair: `write_inferred` refuses any
+    pair that already has a SUPERSEDES, undone or not. Raises NotFoundError when no such link is in force.
+    """
+    rev = bump(tx, namespace, "undo-inference", 1)   # the lock first; raising below rolls it back
+    found = tx.run(
+        "MATCH (n:Claim {namespace: $ns, id: $newer})-[s:SUPERSEDES]->(o:Claim {namespace: $ns, id: $older}) "
+        "WHERE s.reason = $reason AND s.undone_at_revision IS NULL "
+        "SET s.undone_at_revision = $rev, s.undone_at = $at, s.undone_reason = $why "
+        "RETURN o.status AS status, "
+        "COUNT { (o)<-[x:SUPERSEDES]-(:Claim) WHERE x.undone_at_revision IS NULL } AS others",
+        ns=namespace, newer=newer_id, older=older_id, reason=REASON, rev=rev.number, at=rev.at,
+        why=f"operator: {reason}"[:300],
+    ).single()
+    if found is None:
+        raise NotFoundError(f"no inferred supersession {newer_id!r} -> {older_id!r} in force in {namespace!r}",
+                            field="newerId")
+    restored = found["status"] == "superseded" and int(found["others"]) == 0
+    if restored:
+        tx.run(
+            "MATCH (o:Claim {namespace: $ns, id: $id}) "
+            "SET o.status = 'current', o.restored_at_revision = $rev, "
+            "o.vis_until = coalesce(o.vis_until, [x IN o.vis_from | $open]) + "
+            "[CASE WHEN o.valid_to IS NULL THEN $open ELSE o.valid_to.epochSeconds * 1000000 "
+            "+ o.valid_to.microsecond END], "
+            "o.vis_from = o.vis_from + [$rev], o.vis_to = o.vis_to + [$open], o.valid_until = o.valid_to",
+            ns=namespace, id=older_id, rev=rev.number, open=OPEN,
+        ).consume()
+    return UndoInferenceResult(newer_id=newer_id, older_id=older_id, revision=rev.number, restored=restored)
+
+
 __all__ = [
     "REASON", "InferenceClaim", "InferredWrite", "SubjectCandidates", "hidden_by_inference", "inference_candidates",
-    "inferred_successors", "supersession_reasons", "write_inferred",
+    "inferred_links", "inferred_successors", "supersession_reasons", "undo_inferred", "write_inferred",
 ]

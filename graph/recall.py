@@ -35,6 +35,7 @@ from neo4j import Driver, ManagedTransaction
 
 from graph import gds
 from graph.facts import packet_beliefs
+from graph.inferred import inferred_successors
 from graph.revisions import default_policy_at, policy_changes, to_py_datetime
 from graph.visibility import current_at, end_at, from_micros, hidden_reason
 from schema.errors import BadInputError, NotFoundError
@@ -426,6 +427,7 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
     if policy.graph_expansion == "ppr" and policy.graph_weight > 0:
         graph_scores = _graph_candidates(tx, req, pool, seq, revision, reference, need)
     lenders = _successors(versions, pool, revision, reference)
+    _inferred_lenders(tx, req, pool, revision, reference, {r["id"]: r for r in versions}, lenders)
     # Every row carries its exact cosine, PPR's additions included; six decimals, because the same
     # text embedded in different batches differs around 1e-7 and that noise must not decide ranks.
     similarity = {r["id"]: round(float(r["sim"]), 6) for r in [*versions, *pool.rows.values()]}
@@ -463,7 +465,9 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
 def _admit(tx: ManagedTransaction, req: RecallRequest, pool: _Pool, revision: int) -> list[dict[str, Any]]:
     """Replace the admitted cut rows by full rows; return them, the hidden superseded rows that can lend
     (those with a claim_key) and the latest versions of every key among them, each with its exact cosine."""
-    lending = {cid for cid, row in pool.superseded.items() if row["claim_key"] is not None}
+    # Keyed versions lend to their key's current version; keyless claims hidden by inference lend to
+    # the end of their inferred chain (_inferred_lenders), so both need their full rows.
+    lending = set(pool.superseded)
     ids = sorted({*pool.rows, *lending})
     keys = sorted({r["claim_key"] for r in (*pool.rows.values(), *pool.superseded.values())
                    if r["claim_key"] is not None})
@@ -521,6 +525,33 @@ def _graph_candidates(tx: ManagedTransaction, req: RecallRequest, pool: _Pool, s
             else:
                 pool.hidden.setdefault(row["id"], reason)
     return {cid: score for cid, score in scores.items() if cid in pool.rows}
+
+
+def _inferred_lenders(tx: ManagedTransaction, req: RecallRequest, pool: _Pool, revision: int,
+                      reference: datetime | None, rows: dict[str, dict[str, Any]],
+                      lenders: dict[str, list[dict[str, Any]]]) -> None:
+    """A keyless candidate hidden by inferred supersession lends its match to the claim at the end
+    of its inferred chain, as a key's versions do (graph.inferred.inferred_successors): the worker
+    judged them one fact, so a query worded like the old statement still finds the new one. The
+    successor joins the pool if it was not a candidate (it must be visible at R; `matched_via`
+    says which claim matched)."""
+    olds = sorted(cid for cid in pool.inferred if cid in rows and rows[cid]["claim_key"] is None)
+    if not olds:
+        return
+    successors = inferred_successors(tx, req.namespace, olds, revision)
+    missing = sorted({s for s in successors.values() if s not in pool.rows})
+    if missing:
+        for record in tx.run(
+            f"UNWIND $ids AS id MATCH (node:Claim {{namespace: $ns, id: id}}) USING INDEX node:Claim(id) "
+            f"WHERE node.revision <= $rev RETURN {_FIELDS_SIM} AS row ORDER BY node.id",
+            ids=missing, ns=req.namespace, rev=revision, vector=req.vector,
+        ):
+            row = dict(record["row"])
+            if _reason(row, revision, reference) is None:
+                pool.rows.setdefault(row["id"], row)
+    for old, successor in sorted(successors.items()):
+        if successor in pool.rows:
+            lenders.setdefault(successor, []).append(rows[old])
 
 
 def _successors(versions: list[dict[str, Any]], pool: _Pool, revision: int,

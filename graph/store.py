@@ -54,9 +54,35 @@ def vector_text(vector: Sequence[float]) -> str:
     return ",".join(map(repr, vector))
 
 
+def input_hash(c: ClaimInput) -> str:
+    """Identity of what a write asked for: every field of the input but its idempotency key.
+
+    Stored on the claim (`input_hash`), so a reused idempotency key can tell a replay of the same
+    input (`duplicate=true`) from different content under the same key (CONFLICT).
+    """
+    payload = {"content": c.content, "source": c.source, "claim_key": c.claim_key, "tau": c.tau,
+               "valid_from": iso(c.valid_from), "valid_to": iso(c.valid_to), "metadata": c.metadata,
+               "correction": c.correction}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _legacy_same(r: Any, c: ClaimInput) -> bool:
+    """For a claim written before `input_hash` was stored: same content, source, key and window."""
+    return (r["content_hash"] == hashlib.sha256(c.content.encode()).hexdigest() and r["source"] == c.source
+            and r["claim_key"] == c.claim_key and _same_instant(r["valid_from"], c.valid_from)
+            and _same_instant(r["valid_to"], c.valid_to))
+
+
+def _same_instant(stored: Any, given: datetime | None) -> bool:
+    if stored is None or given is None:
+        return stored is None and given is None
+    return bool(to_py_datetime(stored) == given)
+
+
 def _props(p: PreparedClaim, namespace: str) -> dict[str, Any]:
     c = p.claim
     props: dict[str, Any] = {
+        "input_hash": input_hash(c),
         "id": p.id,
         "namespace": namespace,
         "content": c.content,
@@ -75,7 +101,8 @@ def _write_batch(tx: ManagedTransaction, namespace: str, items: Sequence[Prepare
     rev = bump(tx, namespace, "ingest", len(items), claims=len(items))
     results: dict[int, IngestItemResult] = {}
 
-    # Idempotency: a key seen before returns the first result. Checked under the lock.
+    # Idempotency: a key seen before returns the first result — if the input is the same; the same
+    # key with other content is a CONFLICT for that item (the stored claim stays). Checked under the lock.
     keyed = {p.claim.idempotency_key: p for p in items if p.claim.idempotency_key}
     fresh: list[PreparedClaim] = []
     if keyed:
@@ -87,20 +114,33 @@ def _write_batch(tx: ManagedTransaction, namespace: str, items: Sequence[Prepare
                 "WITH k, c, min(CASE WHEN coalesce(s.kind, 'correction') = 'correction' THEN old.id END) "
                 "AS supersedes, "
                 "min(CASE WHEN s.kind = 'succession' THEN old.id END) AS closes "
-                "RETURN k AS key, c.id AS id, c.revision AS revision, supersedes, closes",
+                "RETURN k AS key, c.id AS id, c.revision AS revision, supersedes, closes, c.input_hash AS input_hash, "
+                "c.content_hash AS content_hash, c.source AS source, c.claim_key AS claim_key, "
+                "c.valid_from AS valid_from, c.valid_to AS valid_to",
                 keys=sorted(keyed), ns=namespace,
             )
         }
         first_in_batch: dict[str, PreparedClaim] = {}
+
+        def conflict(p: PreparedClaim, claim_id: str) -> IngestItemResult:
+            return IngestItemResult(index=p.index, ok=False, error=ConflictError(
+                f"idempotency_key {p.claim.idempotency_key!r} was already used for claim {claim_id} with other "
+                "content; nothing was written for this item (use a new key for a new claim)",
+                field="idempotency_key").to_dict())
+
         for p in items:
             key = p.claim.idempotency_key
             if key and key in seen:
                 r = seen[key]
+                same = r["input_hash"] == input_hash(p.claim) if r["input_hash"] else _legacy_same(r, p.claim)
                 results[p.index] = IngestItemResult(index=p.index, ok=True, id=r["id"], revision=r["revision"],
-                                                    supersedes=r["supersedes"], closes=r["closes"], duplicate=True)
+                                                    supersedes=r["supersedes"], closes=r["closes"],
+                                                    duplicate=True) if same else conflict(p, r["id"])
             elif key and key in first_in_batch:
-                results[p.index] = IngestItemResult(index=p.index, ok=True, id=first_in_batch[key].id,
-                                                    revision=rev.number, duplicate=True)
+                first = first_in_batch[key]
+                results[p.index] = IngestItemResult(
+                    index=p.index, ok=True, id=first.id, revision=rev.number, duplicate=True,
+                ) if input_hash(first.claim) == input_hash(p.claim) else conflict(p, first.id)
             else:
                 if key:
                     first_in_batch[key] = p

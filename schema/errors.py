@@ -67,3 +67,15 @@ class ProjectionsTimeoutError(UnavailableError, TimeoutError):
     """
 
     code = "PROJECTIONS_TIMEOUT"
+
+
+class DeadlineExceededError(UnavailableError, TimeoutError):
+    """The request's deadline (`PALIMPSEST_REQUEST_TIMEOUT_S`, graph.deadline) passed first.
+
+    A subclass of UnavailableError with its own code, so a caller can tell "this request was too
+    slow" from "the database is down". Neo4j rolled back the transaction that ran out of time; a
+    write whose commit was already under way may have landed, so retry writes with the same
+    idempotency keys.
+    """
+
+    code = "TIMEOUT"

@@ -107,8 +107,9 @@ class Policy(BaseModel):
     # for "checkout-scheduler") and not the thing itself; 1.0 turns the rule off.
     sibling_penalty: float = Field(default=0.5, gt=0, le=1)
     # Relevance floor: visible candidates whose fused relevance (0..1, before freshness decay) is below
-    # it never enter the packet, and `hidden.below_relevance` counts them. Chosen by measurement on
-    # benchmarks/temporal.py and benchmarks/multihop.py (benchmarks/README.md).
+    # it never enter the packet, and `hidden.below_relevance` counts them. Off in default-v1: measured
+    # (benchmarks/README.md), 0.1 costs nothing on the multi-hop, temporal and SituatedQA runs but
+    # buys little, 0.2 and up cost multi-hop recall.
     min_relevance: float = Field(default=0.0, ge=0, le=1)
     rrf_k: int = Field(default=60, ge=1, le=1000)
     vector_weight: float = Field(default=1.0, ge=0, le=10)
@@ -139,6 +140,16 @@ class Policy(BaseModel):
     inferred_supersession: bool = False
     inferred_min_similarity: float = Field(default=0.7, ge=0, le=1)
     inferred_min_confidence: float = Field(default=0.75, ge=0, le=1)
+    # Which judge decides (README "Inferred supersession"): "offline" — the frame judge (the two
+    # texts share a frame and differ in one value: a date, amount, quantity, version, state or
+    # name) and then the entity judge, no model; or "llm" — a chat model via litellm + instructor
+    # (`inferred_llm_model`), asked only about the bounded candidates. Candidates are the claims
+    # that share an entity with the new one plus its nearest neighbours in the namespace (vector
+    # index and fulltext), at most `contradiction.max_pairs_per_claim`, with cosine ≥
+    # `inferred_candidate_similarity` (the frame judge's floor; the entity judge keeps its own).
+    inferred_judge: Literal["offline", "llm"] = "offline"
+    inferred_llm_model: str | None = Field(default=None, min_length=1, max_length=200)
+    inferred_candidate_similarity: float = Field(default=0.3, ge=-1, le=1)
     # Entity/fact extraction in the background worker: "offline" (deterministic dictionary and
     # name matching, entities only) or "llm" (a chat model via litellm; entities with types and
     # facts). The model is part of the policy because it decides what the graph contains;
@@ -154,6 +165,8 @@ class Policy(BaseModel):
             raise ValueError("at least one of vector_weight and text_weight must be positive")
         if self.extractor == "llm" and not self.extractor_model:
             raise ValueError("extractor 'llm' needs extractor_model (a litellm model name)")
+        if self.inferred_judge == "llm" and not self.inferred_llm_model:
+            raise ValueError("inferred_judge 'llm' needs inferred_llm_model (a litellm model name)")
         return self
 
     def content_hash(self) -> str:
@@ -213,6 +226,37 @@ class RetractResult(BaseModel):
     id: str
     revision: int
     restored: str | None = None
+
+
+class InferredLink(BaseModel):
+    """A supersession the worker inferred between two claims without a claim_key (`newer` hides
+    `older`), as the store recorded it: at `revision` (found while projecting `found_at_revision`),
+    with the judge's `kind` (the slot that changed: value, state, name, code, llm …), `confidence`
+    and `reason`. `undone_at_revision` is set when a retraction or an operator undid it; `active`
+    says whether it hides `older` at the revision asked about."""
+
+    newer_id: str
+    older_id: str
+    newer_content: str
+    older_content: str
+    revision: int
+    found_at_revision: int | None = None
+    confidence: float | None = None
+    kind: str | None = None
+    reason: str | None = None
+    undone_at_revision: int | None = None
+    undone_reason: str | None = None
+    active: bool = True
+
+
+class UndoInferenceResult(BaseModel):
+    """An inferred supersession undone by an operator at `revision`; `restored` says whether the older
+    claim became current again (it stays hidden when something else hides it, e.g. a retraction)."""
+
+    newer_id: str
+    older_id: str
+    revision: int
+    restored: bool
 
 
 class HistoryEvent(BaseModel):

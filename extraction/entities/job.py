@@ -72,7 +72,8 @@ class ClaimText:
 
 @dataclass(frozen=True)
 class Neighbour:
-    """An existing entity near an unresolved name, as found by the store's vector index."""
+    """An existing entity near an unresolved name with a precomputed cosine (the worker uses
+    `EntityVectors` instead, which compares with every entity)."""
 
     entity_id: str
     name: str
@@ -185,62 +186,75 @@ class EntityVectors:
         self._ids: list[str] = []
         self._keys: list[str] = []
         self._names: list[str] = []
-        self._raw: list[np.ndarray] = []
-        self._unit = np.zeros((0, dimension or 0), dtype=np.float32)
-        self._size = 0
         self._row: dict[str, int] = {}
+        self._ignored: dict[str, str] = {}  # id -> name of vectors of another dimension: never candidates
+        self._size = 0
+        # The vectors as given (float32: the model's output and Entity.embedding are float32, so
+        # nothing is lost) and their norms; one matrix, ~1.5 kB per entity at 384 dimensions.
+        self._mat = np.zeros((0, dimension or 0), dtype=np.float32)
+        self._norms = np.zeros(0, dtype=np.float32)
 
     def __len__(self) -> int:
         return self._size
 
     def __contains__(self, entity_id: object) -> bool:
-        return entity_id in self._row
+        return entity_id in self._row or entity_id in self._ignored
 
     def name_of(self, entity_id: str) -> str | None:
         row = self._row.get(entity_id)
-        return None if row is None else self._names[row]
+        return self._ignored.get(entity_id) if row is None else self._names[row]
 
     def ids(self) -> list[str]:
-        return list(self._ids)
+        return self._ids + sorted(self._ignored)
 
     def add(self, entity_id: str, key: str, name: str, vector: Sequence[float]) -> None:
-        if entity_id in self._row:
+        if entity_id in self:
             return
-        raw = np.asarray(vector, dtype=np.float64)
+        raw = np.asarray(vector, dtype=np.float32)
         if self.dimension is None:
-            self.dimension = raw.shape[0]
-            self._unit = np.zeros((0, self.dimension), dtype=np.float32)
+            self.dimension = int(raw.shape[0])
+            self._mat = np.zeros((0, self.dimension), dtype=np.float32)
         if raw.shape != (self.dimension,):
-            return  # another model's vector: not comparable, never a candidate
-        if self._size == self._unit.shape[0]:
+            self._ignored[entity_id] = name
+            return
+        if self._size == self._mat.shape[0]:
             grown = np.zeros((max(16, 2 * self._size), self.dimension), dtype=np.float32)
-            grown[: self._size] = self._unit[: self._size]
-            self._unit = grown
-        norm = float(np.linalg.norm(raw))
-        self._unit[self._size] = (raw / norm if norm > 0 else raw).astype(np.float32)
+            grown[: self._size] = self._mat[: self._size]
+            norms = np.zeros(grown.shape[0], dtype=np.float32)
+            norms[: self._size] = self._norms[: self._size]
+            self._mat, self._norms = grown, norms
+        self._mat[self._size] = raw
+        self._norms[self._size] = float(np.linalg.norm(raw.astype(np.float64)))
         self._row[entity_id] = self._size
         self._ids.append(entity_id)
         self._keys.append(key)
         self._names.append(name)
-        self._raw.append(raw)
         self._size += 1
 
     def candidates(self, vector: Sequence[float], threshold: float) -> list[tuple[float, str, str]]:
         """Every entity whose exact cosine to `vector` is ≥ threshold: (cosine, canonical, id)."""
+        return self.candidates_many({"": vector}, threshold).get("", [])
+
+    def candidates_many(self, vectors: Mapping[str, Sequence[float]], threshold: float,
+                        chunk: int = 8192) -> dict[str, list[tuple[float, str, str]]]:
+        """`candidates` for many vectors at once (one matrix product per chunk of entities)."""
+        out: dict[str, list[tuple[float, str, str]]] = {}
         if not self._size or self.dimension is None:
-            return []
-        v = np.asarray(vector, dtype=np.float64)
-        if v.shape != (self.dimension,):
-            return []
-        norm = float(np.linalg.norm(v))
-        if norm == 0:
-            return []
-        screen = self._unit[: self._size] @ (v / norm).astype(np.float32)
-        out = []
-        for row in np.nonzero(screen >= threshold - STAGE_ONE_SLACK)[0]:
-            cos = exact_cosine(self._raw[int(row)], v)
-            if cos >= threshold:
-                out.append((cos, self._keys[int(row)], self._ids[int(row)]))
+            return out
+        names = [k for k, v in vectors.items() if len(v) == self.dimension]
+        if not names:
+            return out
+        q = np.asarray([vectors[k] for k in names], dtype=np.float32)
+        qnorm = np.sqrt((q.astype(np.float64) ** 2).sum(axis=1)).astype(np.float32)
+        for lo in range(0, self._size, chunk):
+            hi = min(lo + chunk, self._size)
+            denom = np.maximum(np.outer(qnorm, self._norms[lo:hi]), np.float32(1e-30))
+            screen = (q @ self._mat[lo:hi].T) / denom
+            for i, j in zip(*np.nonzero(screen >= threshold - STAGE_ONE_SLACK), strict=True):
+                row = lo + int(j)
+                cos = exact_cosine(self._mat[row], q[int(i)])
+                if cos >= threshold:
+                    out.setdefault(names[int(i)], []).append((cos, self._keys[row], self._ids[row]))
         return out
 
 
@@ -271,7 +285,10 @@ def resolve(namespace: str, claims: Sequence[ClaimText], linked: LinkResult, *,
     by_key: dict[str, str] = {}          # canonical -> entity id, for names resolved in this batch
     created = EntityVectors()            # entities created in this batch, with their vectors
     alias_seen: set[tuple[str, str]] = set()
-    for p in sorted(linked.unresolved, key=lambda p: p.order):
+    proposals = sorted(linked.unresolved, key=lambda p: p.order)
+    earlier = index.candidates_many({p.mention.canonical: vectors[p.mention.canonical] for p in proposals
+                                     if p.mention.canonical in vectors}, threshold) if index is not None else {}
+    for p in proposals:
         key = p.mention.canonical
         target = by_key.get(key)
         if target is None:
@@ -280,9 +297,8 @@ def resolve(namespace: str, claims: Sequence[ClaimText], linked: LinkResult, *,
                 (round(nb.cosine, 6), canonical(nb.name), nb.entity_id) for nb in neighbours.get(key, ())
                 if round(nb.cosine, 6) >= threshold]
             vector = vectors.get(key)
+            found += earlier.get(key, [])
             if vector is not None:
-                if index is not None:
-                    found += index.candidates(vector, threshold)
                 found += created.candidates(vector, threshold)
             same_code = [f for f in found if code_signature(f[1]) == signature]
             if same_code:

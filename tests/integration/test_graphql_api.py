@@ -196,7 +196,8 @@ def test_limits_depth_aliases_fields_and_body(client: TestClient) -> None:
     assert resp.status_code == 413 and resp.json()["errors"][0]["extensions"]["code"] == "LIMIT_EXCEEDED"
 
 
-def test_internal_errors_are_masked_and_outages_coded(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_internal_errors_are_masked_and_outages_coded(client: TestClient, runtime: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     from neo4j.exceptions import ServiceUnavailable
 
     def boom(self: Memory) -> Any:
@@ -205,11 +206,14 @@ def test_internal_errors_are_masked_and_outages_coded(client: TestClient, monkey
     monkeypatch.setattr(Memory, "stats", boom)
     body = gql(client, "{ stats { revision } }")
     assert body["errors"][0]["message"] == "Internal error." and "hunter2" not in json.dumps(body)
+    assert codes(body) == ["INTERNAL"]
 
-    def down(self: Memory, *a: Any, **k: Any) -> Any:
+    def down(*a: Any, **k: Any) -> Any:
         raise ServiceUnavailable("connection refused")
 
-    monkeypatch.setattr(Memory, "policies", down)
+    # Raised where the driver raises it, below the guard that translates it (graph/errors.py).
+    monkeypatch.setattr(runtime.driver.inner, "execute_query", down)
+    monkeypatch.setattr(runtime.driver.inner, "session", down)
     assert codes(gql(client, "{ policies { version } }")) == ["UNAVAILABLE"]
 
 
@@ -219,9 +223,10 @@ def test_metrics_health_and_request_id(client: TestClient) -> None:
     resp = client.get("/health", headers={"x-request-id": "abc123"})
     assert resp.headers["x-request-id"] == "abc123"
     assert resp.json()["worker"]["max_lag_revisions"] >= 0
-    text = client.get("/metrics").text
+    text = client.get("/metrics", headers={"Authorization": f"Bearer {KEY_A}"}).text
     assert "palimpsest_recall_seconds_count 1.0" in text
     assert 'palimpsest_ingested_claims_total{namespace=' in text
+    assert "namespace=" not in client.get("/metrics").text  # tenant names only for a key (tests/reliability)
     assert "palimpsest_http_request_seconds_bucket" in text and "palimpsest_worker_lag_revisions" in text
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+
 from extraction.entities import (
     ClaimText,
     EntityMatcher,
+    EntityVectors,
     ExtractorOptions,
     KnownEntity,
     Neighbour,
@@ -13,6 +16,7 @@ from extraction.entities import (
     canonical,
     code_signature,
     entity_id,
+    exact_cosine,
     is_value,
     link_and_propose,
     propose,
@@ -94,3 +98,77 @@ def test_query_phrases_are_canonical_ngrams_without_values() -> None:
     phrases = query_phrases("Where was Lena Vogt born in 1990?")
     assert "lena vogt" in phrases and "vogt" in phrases and "1990" not in phrases
     assert phrases == sorted(phrases)
+
+
+def test_find_all_keeps_overlapping_names_and_possessives_end_a_name() -> None:
+    m = EntityMatcher([("e2", "Bank of America"), ("e3", "America"), ("e5", "Bank of America Tower")])
+    assert [x.entity_id for x in m.find_all("the Bank of America Tower")] == ["e2", "e5", "e3"]
+    assert [x.entity_id for x in m.find("the Bank of America Tower")] == ["e5"]
+    got = {x.canonical for x in propose("James Petrova's report reached Orion Freight's CEO Lena Vogt.")}
+    assert got == {"james petrova", "orion freight", "ceo lena vogt"}
+
+
+def test_exact_cosine_and_entity_vectors_find_every_candidate() -> None:
+    a, b = [0.6, 0.8, 0.0], [0.6, 0.79, 0.05]
+    assert exact_cosine(a, b) == exact_cosine(list(a), list(b)) == round(exact_cosine(a, b), 6)
+    index = EntityVectors()
+    for i in range(50):  # many near names: an approximate top-k would stop at k
+        index.add(f"e{i}", f"name {i}", f"Name {i}", [1.0, i / 1000.0, 0.0])
+    found = index.candidates([1.0, 0.0, 0.0], 0.99)
+    assert len(found) == 50 and all(cos >= 0.99 for cos, _, _ in found)
+    assert index.candidates([0.0, 1.0, 0.0], 0.5) == []
+
+
+Entities = set[tuple[str, str, str, tuple[str, ...]]]
+
+
+def _run_in_batches(claims: list[ClaimText], vectors: dict[str, list[float]], cuts: list[int],
+                    threshold: float = 0.95) -> tuple[Entities, set[tuple[str, str, int]]]:
+    """What the worker does, batch by batch, without the store: returns (entities, mentions)."""
+    entities: dict[str, tuple[str, str, list[str]]] = {}   # id -> (canonical, name, aliases)
+    mentions: dict[tuple[str, str], int] = {}
+    index = EntityVectors()
+    done: list[ClaimText] = []
+    bounds = [0, *cuts, len(claims)]
+    for lo, hi in itertools.pairwise(bounds):
+        batch = claims[lo:hi]
+        known = [KnownEntity(eid, name, tuple(aliases)) for eid, (_, name, aliases) in entities.items()]
+        linked = link_and_propose(batch, build_matcher(known))
+        result = resolve("ns", batch, linked, vectors=vectors, index=index, threshold=threshold)
+        found = list(result.mentions) + backfill_links([(c.id, c.content) for c in done], result.new_entities,
+                                                       result.introduced)
+        for e in result.new_entities:
+            entities[e.id] = (e.canonical, e.name, [])
+            if e.canonical in vectors:
+                index.add(e.id, e.canonical, e.name, vectors[e.canonical])
+        for eid, aliases in result.aliases.items():
+            entities[eid][2].extend(aliases)
+        for cid, eid, rev in found:
+            mentions.setdefault((cid, eid), rev)
+        done.extend(batch)
+    names = {eid: canonical for eid, (canonical, _, _) in entities.items()}
+    return ({(canonical, name, eid, tuple(aliases)) for eid, (canonical, name, aliases) in entities.items()},
+            {(cid, names[eid], rev) for (cid, eid), rev in mentions.items()})
+
+
+def test_resolution_does_not_depend_on_batch_boundaries() -> None:
+    claims = [ClaimText("c1", "Orion Freight opened a depot in Harbor Bank Tower.", {}, 1),
+              ClaimText("c2", "An audit of the harbor bank's vault was led by Lena Vogt.", {}, 2),
+              ClaimText("c3", "The kestrel labs readers failed; Kestrel Laboratories paid.", {}, 3, position=0),
+              ClaimText("c4", "Harbor Bank hired Lena Vogts.", {}, 3, position=1),
+              ClaimText("c5", "Kestrel Labs met Orion Freight Co and db-7 clusters.", {}, 4),
+              ClaimText("c6", "db-9 clusters replaced db-7 clusters.", {}, 5)]
+    vectors = {"orion freight": [1.0, 0.0, 0.0, 0.0], "orion freight co": [0.98, 0.1, 0.0, 0.0],
+               "harbor bank tower": [0.0, 1.0, 0.0, 0.0], "harbor bank": [0.0, 0.9, 0.4, 0.0],
+               "lena vogt": [0.0, 0.0, 1.0, 0.0], "lena vogts": [0.0, 0.05, 0.99, 0.0],
+               "kestrel laboratories": [0.0, 0.0, 0.0, 1.0], "kestrel labs": [0.0, 0.0, 0.1, 0.99],
+               "db 7": [0.5, 0.5, 0.5, 0.5], "db 9": [0.5, 0.5, 0.5, 0.5]}  # equal vectors, different codes
+    one = _run_in_batches(claims, vectors, [])
+    for cuts in ([1], [2], [3], [2, 4], [1, 2, 3, 4, 5]):
+        assert _run_in_batches(claims, vectors, cuts) == one, cuts
+    entities, mentions = one
+    assert {e[0] for e in entities} == {"orion freight", "harbor bank tower", "harbor bank", "lena vogt",
+                                        "kestrel laboratories", "db 7", "db 9"}
+    assert ("c1", "harbor bank", 3) in mentions      # nested in an older name, linked from its revision
+    assert ("c2", "harbor bank", 3) in mentions      # lower case and possessive, in an older claim
+    assert ("c3", "kestrel laboratories", 3) in mentions
