@@ -203,14 +203,19 @@ class Arm:
     policy: Any
     mem: Any
     passes: list[dict[str, Any]] = field(default_factory=list)
+    foreign_rounds: list[int] = field(default_factory=list)
 
 
 def _catch_up(arm: Arm, config: Any) -> Callable[[int], None]:
     def run(_round: int) -> None:
+        batches = 0
         for _ in range(200):
             report = arm.mem.run_projections(config)
             arm.passes.append(report.as_dict())
+            batches += report.batches
             if report.caught_up:
+                if not batches:
+                    arm.foreign_rounds.append(_round)   # another process's worker projected this round
                 return
         raise RuntimeError(f"the worker did not catch up on {arm.ns!r}")
     return run
@@ -344,6 +349,10 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
         for (c, a), ns in namespaces.items():
             mem = Memory(rt, namespace=ns)
             arm = Arm(a, ns, mem.register_policy(policies[a]), mem)
+            # The arm's policy is also the namespace's default, so a worker of another process that
+            # happens to serve every pending namespace (`palimpsest serve` on the same database, a test
+            # app) projects these claims exactly as ours would, instead of with inference off.
+            mem.set_default_policy(arm.policy.version)
             arms[(c, a)] = arm
             config = WorkerConfig(policy_version=arm.policy.version, pagerank=False, llm_inference=llm_options)
             t0 = time.perf_counter()
@@ -453,7 +462,8 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
                 rep = _inference_report(gen_by_arm[a], rt, namespaces[("generator", a)], args.versions)
                 entry["generator"] = {k: v for k, v in rep.items() if k not in {"link_examples"}}
             links["inference_off" if a == "off" else a] = entry
-        workers = {f"{c}-{a}": _sum(arm.passes) for (c, a), arm in arms.items()}
+        workers = {f"{c}-{a}": _sum(arm.passes) | {"rounds_projected_elsewhere": arm.foreign_rounds}
+                   for (c, a), arm in arms.items()}
         results["check"] = {ns: (lambda r: {"ok": r.ok, "claims": r.claims, "violations": r.violation_counts})(
             check(rt.driver, ns, rt.settings.database)) for ns in namespaces.values()}
         results.update({

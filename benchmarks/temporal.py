@@ -1028,8 +1028,13 @@ def classify_link(newer: tuple[int, int] | None, older: tuple[int, int] | None, 
     if newer is None and older is None:
         import difflib
 
-        ratio = difflib.SequenceMatcher(None, newer_text.split(), older_text.split()).ratio()
-        return "distractor_restated" if ratio >= 0.75 else "distractor_distractor"
+        matcher = difflib.SequenceMatcher(None, newer_text.split(), older_text.split())
+        # The same wording with one span swapped ("… audited by Dalton Young." / "… audited by Baker &
+        # Lowe."): a restatement with another value, however long the value, as much as a ratio ≥ 0.75.
+        changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+        same = sum(i2 - i1 for op, i1, i2, _, _ in matcher.get_opcodes() if op == "equal")
+        one_span = len(changes) == 1 and changes[0][0] == "replace" and same >= 4
+        return "distractor_restated" if matcher.ratio() >= 0.75 or one_span else "distractor_distractor"
     return "distractor_and_key"
 
 

@@ -77,7 +77,7 @@ sitting stays stay make makes do does let lets see seen count counts go need nee
 # Time qualifiers: when a statement holds or was made, not what it is about.
 TIME_WORDS = frozenset(word_list("""
 today tomorrow yesterday tonight week weeks weekly month months monthly year years yearly annually annual
-quarter quarterly term semester season spring summer autumn fall winter weekday weekdays weekend next last
+quarter quarterly term semester season weekday weekdays weekend next last
 this coming upcoming following previous past future soon later earlier early late date time day days recently
 immediately onward academic fiscal far
 """))
@@ -619,7 +619,9 @@ def _values(toks: list[_Tok]) -> list[FrameValue]:
             take(i, end)
             i = end
             continue
-        num = _number(low) if (t.digit or low in NUMBER_WORDS) else None
+        # "Motel One", "Formula One": a capitalised number word inside a sentence is part of a name
+        spelled = low in NUMBER_WORDS and not (t.cap and not t.initial)
+        num = _number(low) if (t.digit or spelled) else None
         if (num is not None and low not in {"one", "single"} | ({"a"} if low == "a" else set())) or (
                 num is not None and free(i + 1) and _counts_noun(toks, i + 1)):
             end = i + 1
@@ -1195,13 +1197,11 @@ def compare(a: Frame, b: Frame) -> Comparison:
             return Comparison(False, "subject", 0.0, f"{m.text!r} is a variant of something the other claim names")
     amb_a -= {t for m in mb for t in m.tokens}
     amb_b -= {t for m in ma for t in m.tokens}
-    amb_words_a = {concept(w) for w in amb_a}
-    amb_words_b = {concept(w) for w in amb_b}
-    del amb_words_a, amb_words_b
     if (ua and amb_b) or (ub and amb_a):
         # a name on one side, an unexplained capitalised first word on the other ("Business plan …")
-        names = (ua or ub)[0].text if ua or ub else ", ".join(sorted(amb_a | only_a)[:2])
-        return Comparison(False, "subject", 0.0, f"{names!r} against {sorted(amb_b or amb_a or only_b)[0]!r}")
+        named = (ua or ub)[0].text
+        instead = sorted(amb_b if ua else amb_a)
+        return Comparison(False, "subject", 0.0, f"{named!r} on one side, {instead[:2]} in its place on the other")
     name_slot: tuple[Mark, Mark] | None = None
     if ua and ub:
         pairs = [(x, y) for x in ua for y in ub if bool(x.coded) == bool(y.coded)
@@ -1231,6 +1231,13 @@ def compare(a: Frame, b: Frame) -> Comparison:
     for m in rest:
         if m.possessive or m.conjoined:
             return Comparison(False, "subject", 0.0, f"{m.text!r} is named by one claim only")
+    # A subject named on one side ("The Lakeside Rowing Club squad …") and other words in its place on
+    # the other ("The customer support team …") are two subjects, not one named two ways.
+    for m in rest:
+        other_words = only_b if m in ua else only_a
+        if m.subject_region and not m.context and other_words:
+            return Comparison(False, "subject", 0.0,
+                              f"{m.text!r} on one side, {sorted(other_words)[:2]} in its place on the other")
 
     for side, other in ((a.possessed, wb_all), (b.possessed, wa_all)):
         refined = sorted(w for w in side if w in ROLE_NOUNS and w not in other)

@@ -45,5 +45,7 @@ def test_link_classification() -> None:
     assert classify_link(None, (0, 0), keys) == "distractor_and_key"
     assert classify_link(None, None, keys, "Canary deployments soak for 45 minutes before promotion.",
                          "Canary deployments soak for 30 minutes before promotion.") == "distractor_restated"
+    assert classify_link(None, None, keys, "Westbrook Traders is audited by Dalton Young.",
+                         "Westbrook Traders is audited by Baker & Lowe.") == "distractor_restated"
     assert classify_link(None, None, keys, "The outpatient pharmacy closes at 8 pm on Tuesdays.",
                          "Canary deployments soak for 30 minutes before promotion.") == "distractor_distractor"
