@@ -1345,7 +1345,7 @@ def _write(results: dict[str, Any], directory: Path, prefix: str = "temporal") -
     directory.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     paths = [directory / f"{prefix}-{stamp}.json", directory / f"{prefix}-latest.json"]
-    results["results_files"] = [str(p) for p in paths]
+    results["results_files"] = [p.name for p in paths]  # names only: no machine paths in results
     text = json.dumps(results, indent=2, ensure_ascii=False, allow_nan=False, default=str)
     for path in paths:
         path.write_text(text + "\n", encoding="utf-8")

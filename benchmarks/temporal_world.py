@@ -398,6 +398,11 @@ def fetch_candidates(rt: Any, ns: str, vec: list[float], lucene: str, n: int, ne
 # ------------------------------------------------------------------------------------------------
 # Arguments
 # ------------------------------------------------------------------------------------------------
+def _shown(path: Path) -> str:
+    """A data path as recorded in results: relative to the repository, never this machine's layout."""
+    return os.path.relpath(path.resolve(), Path(__file__).resolve().parents[1])
+
+
 def _parse(args_list: list[str] | None) -> argparse.Namespace:
     first_line = (__doc__ or "").strip().split("\n")[0]
     p = argparse.ArgumentParser(prog="python -m benchmarks.temporal_world", description=first_line)
@@ -750,7 +755,7 @@ def _measure(args: argparse.Namespace, data: Data, rt: Any, fresh_rt: Any, names
         "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "in_sample": "nothing tuned: default policy, RRF k=60 and fetch sizes fixed in advance; dev split only read",
         "parameters": {
-            "data": str(args.situatedqa), "split": args.split, "limit": args.limit, "k": k, "seed": args.seed,
+            "data": _shown(args.situatedqa), "split": args.split, "limit": args.limit, "k": k, "seed": args.seed,
             "namespaces": namespaces, "rrf_k": RRF_K, "source": SOURCE,
             "control_fetch": {arm: {"n": n, "namespace_share_of_index": round(s, 6)} for arm, (n, s) in fetch.items()},
             "control_min_rows_per_list": 10 * k,

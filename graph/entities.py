@@ -240,27 +240,25 @@ def find_entities(driver: Driver, namespace: str, canonical_names: Sequence[str]
     return [dict(r["e"]) for r in records]
 
 
+def check_first(first: int) -> None:
+    """The page size every entity and fact listing accepts."""
+    if not 1 <= first <= 1000:
+        raise BadInputError("first must be between 1 and 1000", field="first", limit=1000)
+
+
 def neighbourhood(driver: Driver, namespace: str, entity_id: str, first: int = 20,
                   database: str | None = None) -> list[dict[str, Any]]:
     """The entity's RELATED neighbours, strongest co-mention first (then PageRank, then id)."""
-    if not 1 <= first <= 1000:
-        raise BadInputError("first must be between 1 and 1000", field="first", limit=1000)
+    check_first(first)
     get_entity(driver, namespace, entity_id, database)
-    records, _, _ = driver.execute_query(
-        "MATCH (e:Entity {namespace: $ns, id: $id})-[r:RELATED]-(n:Entity {namespace: $ns}) "
-        f"RETURN {_entity_map('n')} AS n, r.weight AS weight "
-        "ORDER BY weight DESC, coalesce(n.pagerank, 0.0) DESC, n.id LIMIT $first",
-        ns=namespace, id=entity_id, first=first, database_=database, routing_="r",
-    )
-    return [dict(r["n"]) | {"weight": float(r["weight"])} for r in records]
+    return neighbourhoods(driver, namespace, [entity_id], first, database)[entity_id]
 
 
 def neighbourhoods(driver: Driver, namespace: str, entity_ids: Sequence[str], first: int = 20,
                    database: str | None = None) -> dict[str, list[dict[str, Any]]]:
     """`neighbourhood` of many entities in one round trip (for a DataLoader): id -> its neighbours, in
     the same order and with the same limit; an id that is not (or no longer) an entity maps to []."""
-    if not 1 <= first <= 1000:
-        raise BadInputError("first must be between 1 and 1000", field="first", limit=1000)
+    check_first(first)
     wanted = sorted(set(entity_ids))
     out: dict[str, list[dict[str, Any]]] = {eid: [] for eid in wanted}
     if not wanted:
@@ -306,8 +304,7 @@ def shortest_path(driver: Driver, namespace: str, source_id: str, target_id: str
 
 def top_entities(driver: Driver, namespace: str, first: int = 20, database: str | None = None) -> list[dict[str, Any]]:
     """Entities by global PageRank (as last written by the worker), then id."""
-    if not 1 <= first <= 1000:
-        raise BadInputError("first must be between 1 and 1000", field="first", limit=1000)
+    check_first(first)
     records, _, _ = driver.execute_query(
         f"MATCH (e:Entity {{namespace: $ns}}) WHERE e.pagerank IS NOT NULL RETURN {_entity_map('e')} AS e "
         "ORDER BY e.pagerank DESC, e.id LIMIT $first",

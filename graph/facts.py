@@ -52,7 +52,7 @@ from typing import Any
 
 from neo4j import Driver, ManagedTransaction
 
-from graph.entities import RELATED_RECOUNT
+from graph.entities import RELATED_RECOUNT, check_first
 from graph.revisions import to_py_datetime
 from graph.visibility import current_at
 from schema.errors import BadInputError
@@ -348,40 +348,60 @@ def packet_beliefs(tx: ManagedTransaction, namespace: str, claim_ids: list[str],
 
 
 # ------------------------------------------------------------------------------------ API reads
+_FACT_FIELDS = (
+    "f {.id, .subject, .subject_id, .predicate, .object, .object_id, .valid_from, .valid_to, "
+    ".recorded_at, .revision, .confidence, .status, .superseded_at_revision, .superseded_by} AS f, "
+    "COLLECT { MATCH (f)-[:SUPPORTED_BY]->(c:Claim {namespace: $ns}) RETURN c.id ORDER BY c.id } AS supported_by"
+)
+
+
+def _fact_row(record: Any) -> dict[str, Any]:
+    row = dict(record["f"])
+    for key in ("valid_from", "valid_to", "recorded_at"):
+        row[key] = iso(_dt(row[key]))
+    return row | {"supported_by": list(record["supported_by"])}
+
+
 def list_facts(driver: Driver, namespace: str, *, entity_id: str | None = None, include_superseded: bool = False,
                first: int = 100, database: str | None = None) -> list[dict[str, Any]]:
     """Facts of a namespace (optionally those whose subject or object is `entity_id`), as stored now:
     newest revision first, then id, with their supporting claim ids."""
-    if not 1 <= first <= 1000:
-        raise BadInputError("first must be between 1 and 1000", field="first", limit=1000)
+    if entity_id is not None:
+        return facts_of(driver, namespace, [entity_id], include_superseded=include_superseded, first=first,
+                        database=database)[entity_id]
+    check_first(first)
     records, _, _ = driver.execute_query(
-        "MATCH (f:Fact {namespace: $ns}) "
-        "WHERE ($all OR f.status = 'current') AND ($eid IS NULL OR f.subject_id = $eid OR f.object_id = $eid) "
-        "WITH f ORDER BY f.revision DESC, f.id LIMIT $first "
-        "RETURN f {.id, .subject, .subject_id, .predicate, .object, .object_id, .valid_from, .valid_to, "
-        ".recorded_at, .revision, .confidence, .status, .superseded_at_revision, .superseded_by} AS f, "
-        "COLLECT { MATCH (f)-[:SUPPORTED_BY]->(c:Claim {namespace: $ns}) RETURN c.id ORDER BY c.id } AS supported_by",
-        ns=namespace, all=include_superseded, eid=entity_id, first=first, database_=database, routing_="r",
+        "MATCH (f:Fact {namespace: $ns}) WHERE $all OR f.status = 'current' "
+        f"WITH f ORDER BY f.revision DESC, f.id LIMIT $first RETURN {_FACT_FIELDS}",
+        ns=namespace, all=include_superseded, first=first, database_=database, routing_="r",
     )
-    out = []
-    for r in records:
-        row = dict(r["f"])
-        for key in ("valid_from", "valid_to", "recorded_at"):
-            row[key] = iso(_dt(row[key]))
-        out.append(row | {"supported_by": list(r["supported_by"])})
-    return out
+    return [_fact_row(r) for r in records]
 
 
 def facts_of(driver: Driver, namespace: str, entity_ids: Sequence[str], *, include_superseded: bool = False,
              first: int = 100, database: str | None = None) -> dict[str, list[dict[str, Any]]]:
     """`list_facts(entity_id=…)` of many entities in one round trip (for a DataLoader): id -> the facts
-    with it as subject or object, in the same order and with the same limit per entity."""
-    if not 1 <= first <= 1000:
-        raise BadInputError("first must be between 1 and 1000", field="first", limit=1000)
+    with it as subject or object, newest revision first, then id, at most `first` per entity."""
+    check_first(first)
     wanted = sorted(set(entity_ids))
     out: dict[str, list[dict[str, Any]]] = {eid: [] for eid in wanted}
     if not wanted:
         return out
+    records, _, _ = driver.execute_query(
+        "UNWIND $ids AS eid "
+        "CALL (eid) { "
+        "  CALL (eid) { MATCH (f:Fact {namespace: $ns, subject_id: eid}) RETURN f "
+        "    UNION MATCH (f:Fact {namespace: $ns, object_id: eid}) RETURN f } "
+        "  WITH f WHERE $all OR f.status = 'current' "
+        "  RETURN f ORDER BY f.revision DESC, f.id LIMIT $first } "
+        f"RETURN eid, {_FACT_FIELDS}",
+        ids=wanted, ns=namespace, all=include_superseded, first=first, database_=database, routing_="r",
+    )
+    for r in records:
+        out[r["eid"]].append(_fact_row(r))
+    for rows in out.values():  # newest first, whatever order the rows came back in
+        rows.sort(key=lambda f: (-int(f["revision"] or 0), f["id"]))
+    return out
     records, _, _ = driver.execute_query(
         "UNWIND $ids AS eid "
         "CALL (eid) { "

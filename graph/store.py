@@ -366,13 +366,14 @@ def _retract(tx: ManagedTransaction, namespace: str, claim_id: str, reason: str)
     ).consume()
     if restored_ids:
         tx.run(
-            "UNWIND $ids AS oid MATCH (old:Claim {namespace: $ns, id: oid}) USING INDEX old:Claim(id) "
+            # Back with its stated end; the key's timeline below caps it where a later version starts.
+            "UNWIND $rows AS row MATCH (old:Claim {namespace: $ns, id: row.id}) USING INDEX old:Claim(id) "
             "SET old.status = 'current', old.restored_at_revision = $rev, "
-            "old.vis_until = coalesce(old.vis_until, [x IN old.vis_from | $open]) + "
-            "[CASE WHEN old.valid_to IS NULL THEN $open ELSE old.valid_to.epochSeconds * 1000000 "
-            "+ old.valid_to.microsecond END], "
+            "old.vis_until = coalesce(old.vis_until, [x IN old.vis_from | row.declared]) + [row.declared], "
             "old.vis_from = old.vis_from + [$rev], old.vis_to = old.vis_to + [$open], old.valid_until = old.valid_to",
-            ids=restored_ids, ns=namespace, rev=rev.number, open=OPEN,
+            rows=[{"id": h["id"], "declared": micros(as_datetime(h["valid_to"]))} for h in hidden
+                  if h["id"] in restored_ids],
+            ns=namespace, rev=rev.number, open=OPEN,
         ).consume()
     if keep_hidden:
         tx.run(
