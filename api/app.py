@@ -1,5 +1,9 @@
 """The HTTP face: FastAPI with GraphQL (+ GraphiQL) at /graphql, /health and /metrics.
 
+`/` redirects to GraphiQL, whose files are served from the cache directory under
+/graphiql-assets/ (api/graphiql.py): nothing a page here loads comes from a CDN, which is also
+why FastAPI's /docs and /redoc (Swagger UI and ReDoc from a CDN) are off.
+
 Every request gets a request id (from X-Request-ID or a new one), a JSON log line and a latency
 observation. Bodies are counted as they stream and read against a clock (api/body_guard.py):
 over the size cap they answer 413, too slow 408, both before anything parses them; malformed
@@ -14,20 +18,23 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import HTTPConnection
 
+from api import graphiql
 from api.auth import KeyStore
 from api.body_guard import BodyGuard
 from api.graphql_router import CodedGraphQLRouter
 from api.graphql_schema import Loaders, schema
 from api.observability import Metrics, configure_json_logging
 from api.runtime import Runtime
+from graph import server as local_server
 from schema.errors import PalimpsestError
 
 MAX_BODY_BYTES = int(os.environ.get("PALIMPSEST_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
@@ -46,12 +53,15 @@ def _api_key(request: HTTPConnection) -> str | None:
 
 
 def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
-               on_startup: Callable[[Runtime], None] | None = None, worker: bool = False) -> FastAPI:
+               on_startup: Callable[[Runtime], None] | None = None, worker: bool = False,
+               graphiql_assets: Path | None = None) -> FastAPI:
     """Tests pass their own runtime and keys; `palimpsest serve` builds both from the environment.
 
     `worker=True` runs the projections worker (contradiction detection) in a thread of this
     process, for single-machine deployments; larger ones run `palimpsest worker` separately.
+    `graphiql_assets` is where GraphiQL's files are (default: `graphiql.assets_dir()`, in the cache).
     """
+    assets = graphiql_assets if graphiql_assets is not None else graphiql.assets_dir()
     log = configure_json_logging()
     metrics = Metrics()
 
@@ -79,7 +89,7 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
             if owned:
                 app.state.runtime.close()
 
-    app = FastAPI(title="Palimpsest", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(title="Palimpsest", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.metrics = metrics
 
     class RequestContext(BaseHTTPMiddleware):
@@ -121,7 +131,35 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
             ctx["auth_error"] = exc
         return ctx
 
-    app.include_router(CodedGraphQLRouter(schema, context_getter=context), prefix="/graphql")
+    app.include_router(CodedGraphQLRouter(schema, context_getter=context, graphiql_assets=assets), prefix="/graphql")
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse("/graphql", status_code=307)
+
+    @app.get(graphiql.ASSET_PREFIX + "/{name}", include_in_schema=False)
+    def graphiql_asset(name: str) -> Response:
+        """Only the pinned files, by name: nothing else in the cache directory is reachable."""
+        path = assets / name
+        if name not in graphiql.FILES or not path.is_file():
+            return PlainTextResponse(f"not installed: run {graphiql.INSTALL_HINT}", status_code=404)
+        # Revalidated (ETag) rather than cached for long: a new pin serves new bytes under the same name.
+        return FileResponse(path, headers={"Cache-Control": "no-cache"})
+
+    # Neo4j Browser's style for this graph, for `:style http://localhost:8000/neo4j-browser.grass` on a
+    # server this package did not launch (ours runs it on connect). The Browser fetches it from its own
+    # origin, and Chromium preflights a page's fetch to another loopback port (Private Network Access),
+    # hence the CORS answers; the file holds no data, only captions and colours.
+    grass_cors = {"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Methods": "GET",
+                  "Access-Control-Allow-Headers": "*", "Access-Control-Allow-Private-Network": "true"}
+
+    @app.get("/neo4j-browser.grass", include_in_schema=False)
+    def neo4j_browser_style() -> PlainTextResponse:
+        return PlainTextResponse(local_server.browser_grass(), headers=grass_cors)
+
+    @app.options("/neo4j-browser.grass", include_in_schema=False)
+    def neo4j_browser_style_preflight() -> Response:
+        return Response(status_code=204, headers=grass_cors)
 
     @app.get("/health")
     def health(request: Request) -> JSONResponse:

@@ -4,6 +4,9 @@ Configuration, from the environment only:
   PALIMPSEST_API_KEYS_FILE  path to a JSON list, or
   PALIMPSEST_API_KEYS       the JSON list itself:
     [{"name": "agent-a", "sha256": "<hex of sha256(key)>", "namespaces": {"ops": ["read", "write"]}}]
+Rights: `read`, `write` and `erase`. Erasing (removing claims' content for good, api.memory.Memory.erase)
+is its own right, granted apart from `write`: an agent that may write memory should not, by that
+alone, be able to destroy the audit trail.
 With neither set the service runs in *local mode*: every caller may read and write every
 namespace. That is for `make run` on a laptop (the server binds 127.0.0.1); never expose it.
 
@@ -25,7 +28,8 @@ from typing import Literal
 
 from schema.errors import ForbiddenError, UnauthenticatedError
 
-Right = Literal["read", "write"]
+Right = Literal["read", "write", "erase"]
+RIGHTS: frozenset[str] = frozenset({"read", "write", "erase"})
 
 
 @dataclass(frozen=True)
@@ -92,8 +96,8 @@ class KeyStore:
                 raise ValueError(f"API key {raw.get('name')!r}: sha256 must be 64 hex characters")
             grants = {str(ns): frozenset(str(r) for r in rights) for ns, rights in raw["namespaces"].items()}
             for rights in grants.values():
-                if not rights <= {"read", "write"}:
-                    raise ValueError(f"API key {raw.get('name')!r}: rights are 'read' and 'write'")
+                if not rights <= RIGHTS:
+                    raise ValueError(f"API key {raw.get('name')!r}: rights are 'read', 'write' and 'erase'")
             entries.append(KeyEntry(str(raw["name"]), digest, grants))
         return cls(entries)
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperArgument, TyperCommand
 
 from graph import server as local_server
 from schema import limits
@@ -16,6 +18,7 @@ from schema.errors import PalimpsestError
 
 if TYPE_CHECKING:
     from api.memory import Memory
+    from api.runtime import Runtime
 
 app = typer.Typer(no_args_is_help=True, help="Palimpsest: temporal knowledge memory for agents.")
 neo4j_app = typer.Typer(no_args_is_help=True, help="The local Neo4j 5.26 + GDS server (no Docker).")
@@ -25,21 +28,95 @@ app.add_typer(policy_app, name="policy")
 console = Console(stderr=True)
 
 
+class PlainUsage(TyperCommand):
+    """A usage line that shows arguments by name, `recall [OPTIONS] QUERY`, not typer's `{query}`.
+
+    Typer 0.29 braces required arguments in usage lines; braces read as a template placeholder (or
+    shell brace expansion) to someone copying the line. Optional arguments keep their brackets.
+    """
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if isinstance(param, TyperArgument):
+                name = param.display_name_raw
+                pieces.append(name if param.required else f"[{name}]")
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+
 def _fail(message: str) -> None:
     console.print(f"[bold red]error:[/] {message}")
     raise typer.Exit(code=1)
 
 
+def _lean_driver() -> None:
+    """Import the neo4j driver without pandas and pyarrow, when nothing has imported them yet.
+
+    The driver imports both if they are installed (here they come with graphdatascience), only to
+    accept DataFrames and Arrow values as query parameters and to offer `Result.to_df`; Palimpsest
+    does neither. They cost 0.6 s of every command's start on a loaded 2-core machine (measured:
+    `import neo4j` 1.4 s with them, 0.7 s without), which is most of what `history` or `check`
+    take. Hidden only while the driver is imported: a later `import pandas` works as usual. Called
+    by the commands that talk to Neo4j, so `--help` and input errors never import the driver at all.
+    """
+    if "neo4j" in sys.modules:
+        return
+    hidden = [name for name in ("pandas", "pyarrow") if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]  # `import name` raises ImportError
+    try:
+        import neo4j  # noqa: F401
+    finally:
+        for name in hidden:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
+
+
+def _check_namespace(value: str | None) -> str | None:
+    """Refuse a malformed namespace before anything connects or loads (the same rule Memory applies)."""
+    if value is not None and not limits.NAMESPACE_RE.match(value):
+        raise typer.BadParameter(f"{value!r}: a namespace is 1-64 characters of letters, digits, '_', '.', '-'")
+    return value
+
+
+def _check_namespaces(values: list[str] | None) -> list[str] | None:
+    for value in values or ():
+        _check_namespace(value)
+    return values
+
+
+def _not_blank(value: str) -> str:
+    """Memory refuses blank text too, but only after connecting; the command line can say so at once."""
+    if not value.strip():
+        raise typer.BadParameter("must not be empty")
+    return value
+
+
+def _check_instant(value: str | None) -> str | None:
+    """A date the way every face takes it (schema.dates), refused before connecting if it is not one."""
+    from schema.dates import parse_instant
+    from schema.errors import BadInputError
+
+    try:
+        parse_instant(value, "--valid-at")
+    except BadInputError as exc:
+        raise typer.BadParameter(exc.message.removeprefix("--valid-at ")) from None  # typer names the option
+    return value
+
+
 @neo4j_app.command("start")
 def neo4j_start() -> None:
     """Resolve the jars (first time only), start Neo4j on loopback and wait until it answers."""
+    _lean_driver()
     cfg = local_server.ServerConfig.from_env()
     try:
         st = local_server.start(cfg)
     except local_server.ServerError as exc:
         _fail(str(exc))
         return
-    console.print(f"Neo4j running (pid {st.pid}) at {st.bolt_uri}; Browser at {st.http_url}/browser/")
+    console.print(f"Neo4j running (pid {st.pid}) at {st.bolt_uri}; Browser at {st.browser_url}")
 
 
 @neo4j_app.command("stop")
@@ -52,13 +129,25 @@ def neo4j_stop() -> None:
 
 @neo4j_app.command("status")
 def neo4j_status() -> None:
+    _lean_driver()
     cfg = local_server.ServerConfig.from_env()
     st = local_server.status(cfg)
     print(json.dumps({"running": st.running, "pid": st.pid, "bolt_uri": st.bolt_uri,
-                      "http_url": st.http_url, "neo4j": local_server.NEO4J_VERSION,
+                      "http_url": st.http_url, "browser_url": st.browser_url, "neo4j": local_server.NEO4J_VERSION,
                       "gds": local_server.GDS_VERSION, "home": str(cfg.instance_dir)}))
     if not st.running:
         raise typer.Exit(code=3)
+
+
+@app.command("graphiql-assets")
+def graphiql_assets() -> None:
+    """Fetch GraphiQL's pinned files once (npm pack, integrity-checked) into the cache; prints where."""
+    from api import graphiql
+
+    try:
+        print(graphiql.install())
+    except graphiql.AssetError as exc:
+        _fail(str(exc))
 
 
 @app.command("serve")
@@ -70,13 +159,50 @@ def serve(
     limit_concurrency: Annotated[int, typer.Option(min=1, help="connections/tasks before answering 503")] = 256,
 ) -> None:
     """Serve the HTTP API (GraphQL + GraphiQL at /graphql with graphql-ws subscriptions, /health, /metrics)."""
+    import socket
+
     import uvicorn
 
+    _lean_driver()
     from api.app import create_app, server_config
     from api.demo import load_demo
 
-    app_ = create_app(on_startup=load_demo if demo else None, worker=worker)
-    uvicorn.Server(server_config(app_, host=host, port=port, limit_concurrency=limit_concurrency)).run()
+    def startup(rt: Runtime) -> None:
+        rt.embedder.load()  # here, not in the first request: torch and the model take seconds
+        if demo:
+            load_demo(rt)
+
+    line = listening_line(host, port)
+
+    class Announcing(uvicorn.Server):
+        """Prints where it listens once the socket is bound and the app has started, not before."""
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:
+                print(line, file=sys.stderr, flush=True)
+
+    app_ = create_app(on_startup=startup, worker=worker)
+    Announcing(server_config(app_, host=host, port=port, limit_concurrency=limit_concurrency)).run()
+
+
+def listening_line(host: str, port: int) -> str:
+    """One line (never wrapped) saying where `serve` answers, GraphiQL and the Neo4j Browser.
+
+    The Browser is the local launcher's (`PALIMPSEST_NEO4J_HTTP_PORT`) unless `NEO4J_URI` names
+    another server; then `NEO4J_HTTP_URL` says where its Browser is, if set.
+    """
+    shown = "127.0.0.1" if host in {"0.0.0.0", "::", ""} else host  # a wildcard bind is reached on loopback
+    base = f"http://{shown}:{port}"
+    line = f"listening on http://{host}:{port} — GraphiQL at {base}/graphql"
+    cfg = local_server.ServerConfig.from_env()
+    uri = os.environ.get("NEO4J_URI")
+    http = os.environ.get("NEO4J_HTTP_URL")
+    if http:
+        return f"{line}, Neo4j Browser at {http.rstrip('/')}/browser/"
+    if uri in (None, "", cfg.bolt_uri, f"neo4j://127.0.0.1:{cfg.bolt_port}"):
+        return f"{line}, Neo4j Browser at {cfg.browser_url}"
+    return f"{line}, Neo4j at {uri}"
 
 
 @app.command("mcp")
@@ -86,31 +212,51 @@ def mcp_cmd(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8001,
 ) -> None:
-    """Serve the MCP tools remember / recall / history / retract for one namespace."""
-    from api.mcp_server import build_mcp
+    """Serve the MCP tools remember / recall / history / retract for one namespace.
 
-    server = build_mcp(_memory(namespace))
-    if transport == "stdio":
-        server.run()
-    elif transport == "http":
-        server.run(transport="streamable-http", host=host, port=port, streamable_http_path="/mcp")
-    else:
+    Over HTTP every request needs an API key with rights on the namespace, as GraphQL does
+    (PALIMPSEST_API_KEYS_FILE / PALIMPSEST_API_KEYS); with none configured it runs in local mode.
+    """
+    if transport not in {"stdio", "http"}:
         _fail("transport must be 'stdio' or 'http'")
+    from api.mcp_server import build_mcp, http_app
+
+    if transport == "stdio":
+        build_mcp(_memory(namespace)).run()
+        return
+    import uvicorn
+
+    from api.auth import KeyStore
+
+    try:
+        keys = KeyStore.from_env()
+    except (OSError, ValueError, KeyError) as exc:
+        _fail(f"API keys: {exc}")
+        return
+    memory = _memory(namespace)
+    asgi = http_app(build_mcp(memory, keys=keys), keys, memory.namespace, host=host)
+    mode = "local mode: no API keys configured, open to every caller" if keys.local_mode else "API key required"
+    print(f"MCP listening on http://{host}:{port}/mcp for namespace {namespace!r} ({mode})", file=sys.stderr,
+          flush=True)
+    uvicorn.Server(uvicorn.Config(asgi, host=host, port=port, log_level="warning")).run()
 
 
 @app.command("migrate")
 def migrate_cmd() -> None:
     """Apply the schema migrations to the configured Neo4j."""
+    _lean_driver()
     from api.runtime import Runtime
 
     with Runtime.from_env() as rt:
         console.print(f"schema at version {rt.schema_version}")
 
 
-Namespace = Annotated[str, typer.Option("--namespace", "-n", envvar="PALIMPSEST_NAMESPACE", help="tenant namespace")]
+Namespace = Annotated[str, typer.Option("--namespace", "-n", envvar="PALIMPSEST_NAMESPACE", help="tenant namespace",
+                                         callback=_check_namespace)]
 
 
 def _memory(namespace: str) -> Memory:
+    _lean_driver()
     from api.memory import Memory
 
     try:
@@ -120,57 +266,85 @@ def _memory(namespace: str) -> Memory:
         raise
 
 
-@app.command("ingest")
+MAX_FAILURES_SHOWN = 20  # ingest lists this many failed lines, then how many more
+
+
+@app.command("ingest", cls=PlainUsage)
 def ingest_cmd(
-    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSON Lines, one claim per line")],
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, metavar="FILE",
+                                         help="JSON Lines, one claim per line")],
     namespace: Namespace = "default",
-    batch: Annotated[int, typer.Option(min=1, max=limits.MAX_BATCH_ITEMS)] = 256,
+    batch: Annotated[int, typer.Option(min=1, max=limits.MAX_BATCH_ITEMS, help="claims per write transaction")] = 256,
 ) -> None:
     """Ingest claims from a .jsonl file (content, source, claim_key, tau, valid_from, valid_to, metadata).
 
     valid_from / valid_to: ISO-8601 with a zone, or 2017-07-25 / 2017-07 / "2017" (UTC); see docs/dates.md.
+    Blank lines are skipped; failures name the file's own line numbers.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    lines = [ln for ln in file.read_text(encoding="utf-8").splitlines() if ln.strip()]
-    failures: list[tuple[int, str]] = []
+    numbered = [(no, ln) for no, ln in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1)
+                if ln.strip()]
+    failures: dict[int, str] = {}
     written = 0
     with _memory(namespace) as mem, Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                              TimeElapsedColumn(), console=console) as progress:
-        task = progress.add_task("ingesting", total=len(lines))
-        for start in range(0, len(lines), batch):
-            chunk: list[dict[str, object]] = []
-            for offset, line in enumerate(lines[start:start + batch]):
+        task = progress.add_task("ingesting", total=len(numbered))
+
+        def advance(n: int) -> None:
+            progress.advance(task, n)
+
+        for start in range(0, len(numbered), batch):
+            items: list[dict[str, Any]] = []
+            line_of: list[int] = []  # items[i] came from line line_of[i]
+            for line_no, line in numbered[start:start + batch]:
                 try:
                     item = json.loads(line)
                     if not isinstance(item, dict):
                         raise ValueError("each line must be a JSON object")
                 except ValueError as exc:
-                    failures.append((start + offset + 1, f"invalid JSON: {exc}"))
-                    item = {}
-                chunk.append(item)
-            result = mem.ingest_many(chunk)
+                    failures[line_no] = f"invalid JSON: {exc}"
+                    advance(1)
+                    continue
+                items.append(item)
+                line_of.append(line_no)
+            if not items:
+                continue
+            result = mem.ingest_many(items, on_progress=advance)
             for it in result.items:
                 if it.ok:
                     written += 1
-                elif it.error and not any(n == start + it.index + 1 for n, _ in failures):
-                    failures.append((start + it.index + 1, f"{it.error.get('field')}: {it.error.get('message')}"))
-            progress.advance(task, len(chunk))
-    console.print(f"ingested {written} of {len(lines)} claims into {namespace!r}; {len(failures)} failed")
-    for line_no, why in failures[:20]:
-        console.print(f"  line {line_no}: {why}")
+                elif it.error:
+                    failures[line_of[it.index]] = describe_error(it.error)
+    console.print(f"ingested {written} of {len(numbered)} claims into {namespace!r}; {len(failures)} failed")
+    shown = sorted(failures)[:MAX_FAILURES_SHOWN]
+    for line_no in shown:
+        console.print(f"  line {line_no}: {failures[line_no]}", soft_wrap=True, markup=False)
+    if len(failures) > len(shown):
+        console.print(f"  and {len(failures) - len(shown)} more")
     if failures:
         raise typer.Exit(code=2)
 
 
-@app.command("recall")
+def describe_error(error: dict[str, Any]) -> str:
+    """An item's error as one line that names its field once (most messages already start with it)."""
+    message = str(error.get("message", "")).strip()
+    field = error.get("field")
+    if isinstance(field, str) and field and not message.startswith(field):
+        return f"{field}: {message}"
+    return message
+
+
+@app.command("recall", cls=PlainUsage)
 def recall_cmd(
-    query: str,
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="what to recall, in plain words", callback=_not_blank)],
     namespace: Namespace = "default",
-    k: Annotated[int | None, typer.Option(min=1)] = None,
+    k: Annotated[int | None, typer.Option(
+        "--k", "-k", min=1, help="items in the packet (default: the policy's k, at most its max_k)")] = None,
     as_of_revision: Annotated[int | None, typer.Option(min=0)] = None,
     valid_at: Annotated[str | None, typer.Option(
-        help="world time: ISO-8601 with a zone, or 2017-07-25 / 2017-07 / 2017 (UTC); see docs/dates.md")] = None,
+        help="world time: ISO-8601 with a zone, or 2017-07-25 / 2017-07 / 2017 (UTC); see docs/dates.md",
+        callback=_check_instant)] = None,
     policy: Annotated[str | None, typer.Option(help="policy version (default: the namespace's default policy)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the packet as JSON")] = False,
 ) -> None:
@@ -198,8 +372,10 @@ def recall_cmd(
                     f"fingerprint {packet.fingerprint[:16]}")
 
 
-@app.command("history")
-def history_cmd(claim_key: str, namespace: Namespace = "default") -> None:
+@app.command("history", cls=PlainUsage)
+def history_cmd(claim_key: Annotated[str, typer.Argument(metavar="CLAIM_KEY", help="the key whose versions to list",
+                                                         callback=_not_blank)],
+                namespace: Namespace = "default") -> None:
     """The supersession chain of a claim key, oldest first."""
     with _memory(namespace) as mem:
         try:
@@ -238,21 +414,141 @@ def check_cmd(namespace: Namespace = "default",
         raise typer.Exit(1)
 
 
-@policy_app.command("register")
-def policy_register(file: Annotated[Path, typer.Argument(exists=True, dir_okay=False)],
-                    namespace: Namespace = "default") -> None:
-    """Register an immutable policy version from a JSON file."""
+def _metadata_filter(pairs: list[str] | None) -> dict[str, object] | None:
+    """`KEY=VALUE` options as a metadata filter; VALUE is read as JSON when it parses (`n=3`, `ok=true`)."""
+    if not pairs:
+        return None
+    out: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            _fail(f"--metadata takes KEY=VALUE, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+@app.command("erase", cls=PlainUsage)
+def erase_cmd(
+    reason: Annotated[str, typer.Option(help="why they are erased (kept on each tombstone)")],
+    ids: Annotated[list[str] | None, typer.Argument(metavar="ID...", help="claim ids to erase")] = None,
+    namespace: Namespace = "default",
+    source: Annotated[str | None, typer.Option(help="erase every claim written with this source")] = None,
+    metadata: Annotated[list[str] | None, typer.Option(
+        "--metadata", "-m", help="KEY=VALUE a claim's metadata must hold (repeatable: all of them)")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would be erased; write nothing")] = False,
+    batch: Annotated[int, typer.Option(min=1, max=500, help="claims per transaction (one revision each)")] = 100,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Erase claims for good (by ids, or by --source and/or --metadata): content, embedding and what was
+    derived from them go; a tombstone stays. What they had superseded is restored, as by a retraction."""
     with _memory(namespace) as mem:
         try:
-            pol = mem.register_policy(json.loads(file.read_text(encoding="utf-8")))
+            result = mem.erase(ids or None, source=source, metadata=_metadata_filter(metadata), reason=reason,
+                               dry_run=dry_run, batch_size=batch)
+        except PalimpsestError as exc:
+            _fail(f"{exc.code} ({exc.field}): {exc.message}")
+            return
+    if as_json:
+        print(result.model_dump_json())
+        return
+    verb = "would erase" if result.dry_run else "erased"
+    console.print(f"{verb} {result.matched} claims in {namespace!r}" + (
+        "" if result.dry_run else f" at revisions {result.revisions}; restored {len(result.restored)}, removed "
+        f"{result.facts_removed} facts, {result.entities_removed} entities, {result.packets_erased} logged packets"))
+    for c in result.claims:
+        print(f"{c.id}  r{c.revision}  {c.status:<10} {c.source}" + (f"  key {c.claim_key}" if c.claim_key else ""))
+
+
+@app.command("export")
+def export_cmd(
+    namespace: Namespace = "default",
+    out: Annotated[Path | None, typer.Option("--out", "-o", dir_okay=False,
+                                             help="write to this file instead of standard output")] = None,
+) -> None:
+    """Export a namespace as JSON Lines (docs/EXPORT.md) to standard output: `palimpsest export -n NS > ns.jsonl`.
+
+    One consistent snapshot: writes to the namespace wait while it runs. On failure it exits 1 and what
+    was written must be discarded (an import refuses a file cut short)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    sink = out.open("w", encoding="utf-8") if out else sys.stdout
+    try:
+        with _memory(namespace) as mem, Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                                 TimeElapsedColumn(), console=console,
+                                                 redirect_stdout=False) as progress:  # stdout is the file
+            task = progress.add_task("exporting", total=None)
+            for line in mem.export_lines(lambda done, total: progress.update(task, completed=done, total=total)):
+                sink.write(line + "\n")
+    except PalimpsestError as exc:
+        _fail(f"{exc.code}: {exc.message}")
+    finally:
+        if out:
+            sink.close()
+        else:
+            sink.flush()
+
+
+@app.command("import", cls=PlainUsage)
+def import_cmd(
+    file: Annotated[Path | None, typer.Argument(exists=True, dir_okay=False, metavar="FILE",
+                                                help="an export file (default: standard input)")] = None,
+    namespace: Namespace = "default",
+    remap: Annotated[bool, typer.Option("--remap", help="fresh ids; into a non-empty namespace, append the "
+                                                        "file's history after its own (docs/EXPORT.md)")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Import an export file into a namespace: `palimpsest import -n NS < ns.jsonl`. All or nothing: a bad
+    line (named in the error), a non-empty namespace without --remap or a conflict writes nothing."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    source = file.open(encoding="utf-8") if file else sys.stdin
+    try:
+        with _memory(namespace) as mem, Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                                 TimeElapsedColumn(), console=console) as progress:
+            task = progress.add_task("importing", total=None)
+            result = mem.import_lines(source, remap=remap,
+                                      progress=lambda done, total: progress.update(task, completed=done, total=total))
+    except PalimpsestError as exc:
+        _fail(f"{exc.code}: {exc.message}")
+        return
+    finally:
+        if file:
+            source.close()
+    if as_json:
+        print(result.model_dump_json())
+        return
+    written = sum(n for k, n in result.written.items() if not k.startswith("rel:"))
+    console.print(f"imported {written} nodes into {namespace!r} ({result.mode}); store revision {result.revision}")
+
+
+@policy_app.command("register", cls=PlainUsage)
+def policy_register(file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, metavar="FILE",
+                                                         help="a JSON object of policy fields")],
+                    namespace: Namespace = "default") -> None:
+    """Register an immutable policy version from a JSON file."""
+    try:  # read before connecting: a broken file is refused at once
+        fields = json.loads(file.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        _fail(f"{file} is not JSON: {exc}")
+        return
+    if not isinstance(fields, dict):
+        _fail(f"{file} must hold a JSON object of policy fields")
+        return
+    with _memory(namespace) as mem:
+        try:
+            pol = mem.register_policy(fields)
         except (PalimpsestError, ValueError) as exc:
             _fail(str(exc))
             return
     print(pol.model_dump_json())
 
 
-@policy_app.command("default")
+@policy_app.command("default", cls=PlainUsage)
 def policy_default(version: Annotated[str | None, typer.Argument(
+        metavar="VERSION",
         help="registered version to make the namespace's default; omit to show the current one")] = None,
                    namespace: Namespace = "default") -> None:
     """Set (or show) the namespace's default policy: the one recalls without --policy and every worker
@@ -279,7 +575,8 @@ def export_schema(out: Annotated[Path, typer.Option(help="where to write the SDL
 @app.command("worker")
 def worker_cmd(
     namespaces: Annotated[list[str] | None, typer.Option(
-        "--namespace", "-n", help="only these namespaces (repeatable); default: all with pending work")] = None,
+        "--namespace", "-n", help="only these namespaces (repeatable); default: all with pending work",
+        callback=_check_namespaces)] = None,
     interval: Annotated[float, typer.Option(min=0.05, help="seconds between polls")] = 2.0,
     once: Annotated[bool, typer.Option("--once", help="one pass over pending namespaces, then exit")] = False,
     policy: Annotated[str | None, typer.Option(
@@ -295,6 +592,7 @@ def worker_cmd(
     """
     import time as _time
 
+    _lean_driver()
     from api.runtime import Runtime
     from api.worker import ProjectionWorker, WorkerConfig
     from extraction.contradiction import DetectorOptions

@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -288,6 +289,28 @@ def _with(error: GraphQLError, message: str, extensions: dict[str, Any]) -> Grap
                         path=error.path, original_error=None, extensions=extensions)
 
 
+# What graphql-core's validation and coercion messages name, in the schema's own spelling: an input
+# field or argument that is missing or unknown, or the field a variable's value failed at.
+_NAMED_FIELD = tuple(re.compile(p) for p in (
+    r"include required field '(\w+)'",
+    r"include unknown field '(\w+)'",
+    r"^Field '(?:\w+\.)?(\w+)' (?:of required type|is not defined by type)",
+    r"^Unknown argument '(\w+)'",
+    r"argument '(\w+)' of type '[^']*' is required",
+    r"^Argument '[\w.]+\((\w+):\)' of type",
+    r"^Cannot query field '(\w+)'",
+    r"invalid value at \S*?(\w+):",  # a variable's value, at the (last) input field it failed
+))
+
+
+def _bad_input(message: str) -> dict[str, Any]:
+    """BAD_INPUT, with `field` when the message names one."""
+    for pattern in _NAMED_FIELD:
+        if found := pattern.search(message):
+            return {"code": "BAD_INPUT", "field": found[1]}
+    return {"code": "BAD_INPUT"}
+
+
 def code_error(error: GraphQLError) -> GraphQLError:
     """The error as a client may see it: with a code, or masked."""
     ext = error.extensions or {}
@@ -309,9 +332,9 @@ def code_error(error: GraphQLError) -> GraphQLError:
             if "Validation aborted" in message:
                 return _with(error, "Validation aborted: the query repeats fields too often to be checked",
                              {"code": "LIMIT_EXCEEDED", "limit": MAX_VALIDATION_COMPLEXITY})
-            return _with(error, message, {"code": "BAD_INPUT"})
+            return _with(error, message, _bad_input(message))
         if message_is_variable(error) and isinstance(cause, ValueError | TypeError):
-            return _with(error, error.message, {"code": "BAD_INPUT"})
+            return _with(error, error.message, _bad_input(error.message))
     return _with(error, INTERNAL_MESSAGE, {"code": "INTERNAL"})
 
 

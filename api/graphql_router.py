@@ -11,17 +11,20 @@ live in api/graphql_schema.py):
     {"code": "BAD_INPUT", "field": "body"}}]}` with its status;
   * a subscription sent as a plain POST or GET is refused (`BAD_INPUT`): subscriptions are served
     over WebSocket (graphql-transport-ws, graphql-ws) at the same path; no HTTP streaming
-    transport (multipart, SSE) is enabled, so strawberry would otherwise run one as a query.
+    transport (multipart, SSE) is enabled, so strawberry would otherwise run one as a query;
+  * a browser's GET gets our GraphiQL page (api/graphiql.py), which loads pinned files from this
+    server instead of strawberry's, which loads them from a CDN.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from fastapi import Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic_core import from_json
 from strawberry.exceptions import MissingQueryError
 from strawberry.fastapi import GraphQLRouter
@@ -30,6 +33,8 @@ from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOpe
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET
+
+from api import graphiql
 
 _CODES = {404: "NOT_FOUND", 413: "LIMIT_EXCEEDED"}
 
@@ -40,6 +45,17 @@ def parse_request_json(data: str | bytes) -> Any:
 
 
 class CodedGraphQLRouter(GraphQLRouter[Any, Any]):
+    def __init__(self, *args: Any, graphiql_assets: Path | None = None, **kwargs: Any) -> None:
+        """`graphiql_assets`: the directory the app serves GraphiQL's files from (api/graphiql.py)."""
+        super().__init__(*args, **kwargs)
+        self.graphiql_assets = graphiql_assets if graphiql_assets is not None else graphiql.assets_dir()
+
+    async def render_graphql_ide(self, request: Request) -> HTMLResponse:
+        # Checked per request, so installing the files while the server runs fixes the page on reload.
+        if not graphiql.installed(self.graphiql_assets):
+            return HTMLResponse(graphiql.missing_page(), status_code=503)
+        return HTMLResponse(graphiql.page(request.url.path))
+
     def decode_json(self, data: str | bytes) -> object:
         # Used for WebSocket messages: strawberry turns JSONDecodeError into its "invalid message" close.
         try:

@@ -13,21 +13,30 @@ client.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 import anyio
 import strawberry
 from anyio import to_thread
-from graphql import GraphQLError, OperationType
+from graphql import (
+    GraphQLError,
+    GraphQLInputObjectType,
+    GraphQLInterfaceType,
+    GraphQLObjectType,
+    OperationType,
+    get_named_type,
+)
 from strawberry.dataloader import DataLoader
+from strawberry.scalars import JSON
 
 from api import graphql_types as t
 from api.auth import Principal, Right
-from api.graphql_limits import MAX_ALIASES, MAX_COST, MAX_DEPTH, MAX_FIELDS, MAX_TOKENS, RequestGuard
-from api.memory import Memory, parse_time
+from api.graphql_limits import MAX_ALIASES, MAX_COST, MAX_DEPTH, MAX_FIELDS, MAX_TOKENS, RequestGuard, code_error
+from api.memory import Memory, parse_time, validate_namespace
 from api.runtime import Runtime
 from graph import deadline
 from graph.claim_queries import ClaimFilter, encode_cursor
@@ -45,26 +54,80 @@ __all__ = ["MAX_ALIASES", "MAX_COST", "MAX_DEPTH", "MAX_FIELDS", "MAX_TOKENS", "
 
 
 _SNAKE = re.compile(r"_([a-z0-9])")
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+# A snake_case word standing alone (not a later part of a dotted path, whose keys may be the caller's own).
+_SNAKE_WORD = re.compile(r"(?<![\w.])[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+_QUOTED = re.compile(r"('[^']*'|\"[^\"]*\")")
+
+
+@functools.cache
+def _api_names() -> tuple[dict[str, str], frozenset[str]]:
+    """(Python name -> schema name of every argument and input field; the ones typed JSON).
+
+    A JSON argument (`metadata`, a policy's `contradiction`) holds keys the caller chose, spelled as
+    they sent them: a path below one is given back as is.
+    """
+    names: dict[str, str] = {}
+    json_fields: set[str] = set()
+
+    def add(name: str, type_: Any) -> None:
+        names[_CAMEL.sub(lambda m: "_" + m[1].lower(), name)] = name
+        if get_named_type(type_).name == "JSON":
+            json_fields.add(name)
+
+    for named in schema._schema.type_map.values():
+        if named.name.startswith("__"):
+            continue
+        if isinstance(named, GraphQLInputObjectType):
+            for name, input_field in named.fields.items():
+                add(name, input_field.type)
+        elif isinstance(named, GraphQLObjectType | GraphQLInterfaceType):
+            for out_field in named.fields.values():
+                for name, arg in out_field.args.items():
+                    add(name, arg.type)
+    return names, frozenset(json_fields)
 
 
 def gql_name(field: str) -> str:
-    """A field as this schema spells it: `valid_from` -> `validFrom`, each dotted part (`filter.validAt` stays)."""
-    return ".".join(_SNAKE.sub(lambda m: m[1].upper(), part) for part in field.split("."))
+    """A field as this schema spells it: `valid_from` -> `validFrom`, each dotted part (`filter.validAt`
+    stays), except below a JSON argument: `contradiction.max_pairs_per_claim` is what the caller sent."""
+    json_fields = _api_names()[1]
+    parts: list[str] = []
+    verbatim = False
+    for part in field.split("."):
+        name = part if verbatim else _SNAKE.sub(lambda m: m[1].upper(), part)
+        verbatim = verbatim or name in json_fields
+        parts.append(name)
+    return ".".join(parts)
+
+
+def _gql_message(message: str) -> str:
+    """The message with every argument or input field it names in the schema's spelling (`valid_to must
+    be after valid_from` -> `validTo must be after validFrom`); quoted text is the caller's, left alone."""
+    names = _api_names()[0]
+    pieces = _QUOTED.split(message)
+    for i in range(0, len(pieces), 2):  # even pieces are outside quotes
+        pieces[i] = _SNAKE_WORD.sub(lambda m: names.get(m[0], m[0]), pieces[i])
+    return "".join(pieces)
 
 
 def gql_error(error: dict[str, Any]) -> dict[str, Any]:
-    """An error dict (PalimpsestError.to_dict) with `field`, and the message's leading mention of it, in camelCase.
+    """An error dict (PalimpsestError.to_dict) with `field`, and the fields its message names, in camelCase.
 
     Memory names fields as Python does (`valid_from`); a GraphQL client sent `validFrom`, so that is
     the name it gets back — on every error, coded or per batch item.
     """
     field = error.get("field")
-    if not isinstance(field, str) or (name := gql_name(field)) == field:
-        return error
     message = str(error.get("message", ""))
-    if message.startswith(field):
-        message = name + message[len(field):]
-    return {**error, "field": name, "message": message}
+    out = dict(error)
+    if isinstance(field, str):
+        name = gql_name(field)
+        if message.startswith(field):
+            message = name + message[len(field):]
+        out["field"] = name
+    if "message" in error:
+        out["message"] = _gql_message(message)
+    return out
 
 
 def coded(exc: PalimpsestError) -> GraphQLError:
@@ -102,7 +165,9 @@ def _memory(info: strawberry.Info, namespace: str | None, right: Right) -> Memor
     if ctx.get("auth_error") is not None:
         raise ctx["auth_error"]
     principal: Principal = ctx["principal"]
-    ns = namespace or principal.default_namespace()
+    # Omitted: the key's only namespace, else `default`. Given, it must be valid: `""` is BAD_INPUT
+    # (field `namespace`), never quietly the default, and is checked before rights are.
+    ns = principal.default_namespace() if namespace is None else validate_namespace(namespace)
     principal.require(ns, right)
     return Memory(ctx["runtime"], ns, log_packets=ctx.get("log_packets", False))
 
@@ -119,6 +184,14 @@ async def call(info: strawberry.Info, namespace: str | None, right: Right, fn: C
     try:
         memory = _memory(info, namespace, right)
         return await bounded(lambda: fn(memory), _limit(info))
+    except PalimpsestError as exc:
+        raise coded(exc) from None
+
+
+def authorize(info: strawberry.Info, namespace: str | None, right: Right) -> None:
+    """Refuse a caller before looking at its other arguments, so a refusal says nothing about them."""
+    try:
+        _memory(info, namespace, right)
     except PalimpsestError as exc:
         raise coded(exc) from None
 
@@ -211,7 +284,7 @@ def _filter(flt: t.ClaimFilterInput | None) -> ClaimFilter:
 
 def _count(info: strawberry.Info, namespace: str | None, res: IngestResult) -> None:
     principal = info.context.get("principal")
-    ns = namespace or (principal.default_namespace() if principal else "default")
+    ns = namespace if namespace is not None else (principal.default_namespace() if principal else "default")
     ok = sum(1 for i in res.items if i.ok and not i.duplicate)
     metrics = info.context["metrics"]
     metrics.ingested.labels(ns).inc(ok)
@@ -241,6 +314,7 @@ class Query:
     @strawberry.field(description="Claims in write order (revision, batch position, id), filtered, paginated.")
     async def claims(self, info: strawberry.Info, filter: t.ClaimFilterInput | None = None, first: int = 20,
                      after: str | None = None, namespace: NS = None) -> t.ClaimConnection:
+        authorize(info, namespace, "read")
         flt = _filter(filter)
         rows, more = await call(info, namespace, "read", lambda mem: mem.claims(flt, first=first, after=after))
         edges = [t.ClaimEdge(cursor=encode_cursor(c.revision, pos, c.id), node=t.Claim.from_pydantic(c))
@@ -287,9 +361,10 @@ class Query:
     @strawberry.field(description="One entity by id, or by name (canonical match).")
     async def entity(self, info: strawberry.Info, id: str | None = None, name: str | None = None,
                      namespace: NS = None) -> t.Entity | None:
+        authorize(info, namespace, "read")
         if (id is None) == (name is None):
             raise coded(BadInputError("give exactly one of id and name", field="id"))
-        ns = namespace or _principal_ns(info)
+        ns = namespace if namespace is not None else _principal_ns(info)
         if id is not None:
             return t.entity_to_gql(await call(info, namespace, "read", lambda mem: mem.entity(id)), ns)
         found = await call(info, namespace, "read", lambda mem: mem.find_entities(name or ""))
@@ -298,16 +373,17 @@ class Query:
     @strawberry.field(description="Entities by global PageRank (computed in GDS by the worker).")
     async def top_entities(self, info: strawberry.Info, by: str = "PAGERANK", first: int = 20,
                            namespace: NS = None) -> list[t.Entity]:
+        authorize(info, namespace, "read")
         if by != "PAGERANK":
             raise coded(BadInputError("by must be PAGERANK", field="by"))
-        ns = namespace or _principal_ns(info)
+        ns = namespace if namespace is not None else _principal_ns(info)
         rows = await call(info, namespace, "read", lambda mem: mem.top_entities(first))
         return [t.entity_to_gql(r, ns) for r in rows]
 
     @strawberry.field(description="One shortest RELATED path between two entities, ends included; [] if none.")
     async def path(self, info: strawberry.Info, from_: Annotated[str, strawberry.argument(name="from")], to: str,
                    max_hops: int = 4, namespace: NS = None) -> list[t.Entity]:
-        ns = namespace or _principal_ns(info)
+        ns = namespace if namespace is not None else _principal_ns(info)
         rows = await call(info, namespace, "read", lambda mem: mem.entity_path(from_, to, max_hops))
         return [t.entity_to_gql(r, ns) for r in rows]
 
@@ -336,6 +412,7 @@ class Mutation:
     @strawberry.mutation(description="Write a batch in one transaction; each item reports its own result.")
     async def ingest_many(self, info: strawberry.Info, inputs: list[t.ClaimInput],
                           namespace: NS = None) -> t.IngestResult:
+        authorize(info, namespace, "write")
         if len(inputs) > MAX_BATCH_ITEMS:
             raise coded(LimitExceededError(f"ingestMany takes at most {MAX_BATCH_ITEMS} inputs", field="inputs",
                                            limit=MAX_BATCH_ITEMS))
@@ -347,6 +424,18 @@ class Mutation:
     async def retract(self, info: strawberry.Info, id: str, reason: str,
                       namespace: NS = None) -> t.RetractResult:
         return t.RetractResult.from_pydantic(await call(info, namespace, "write", lambda mem: mem.retract(id, reason)))
+
+    @strawberry.mutation(description="Remove claims' content for good (needs the erase right): by ids, or by source "
+                                     "and/or metadata values; the claim keeps only a tombstone, what it derived goes "
+                                     "with it, what it had superseded is restored. dryRun lists what would go.")
+    async def erase(self, info: strawberry.Info, reason: str, ids: list[str] | None = None,
+                    source: str | None = None, metadata: JSON | None = None, dry_run: bool = False,
+                    namespace: NS = None) -> t.EraseResult:
+        # Memory refuses a metadata value that is not an object (BAD_INPUT, field metadata).
+        wanted = cast("dict[str, Any] | None", metadata)
+        res = await call(info, namespace, "erase", lambda mem: mem.erase(
+            ids, source=source, metadata=wanted, reason=reason, dry_run=dry_run))
+        return t.EraseResult.from_pydantic(res)
 
     @strawberry.mutation(description="Undo one inferred supersession at a new revision (like a retraction): the "
                                      "older claim is current again, and the worker will not infer the pair again.")
@@ -393,10 +482,51 @@ def _after(mem: Memory, *, revision: int, limit: int) -> list[ContradictionRecor
     return mem.contradictions_after(revision, limit)
 
 
+_log = logging.getLogger("palimpsest")
+
+
+def log_errors(errors: Sequence[GraphQLError], execution_context: Any = None) -> None:
+    """Each error as one JSON line of the service log (api/observability.py), coded as the client sees it.
+
+    A client's mistake (BAD_INPUT, NOT_FOUND, LIMIT_EXCEEDED …) is an `info` line with its code,
+    field, limit and path: the server did its job, and strawberry's default — a 25-line traceback at
+    `error` for every bad argument — buried the real failures. Only INTERNAL (a bug) is an `error`,
+    with its own message and traceback inside the same line.
+    """
+    context = getattr(execution_context, "context", None)
+    request = context.get("request") if isinstance(context, dict) else None
+    request_id = getattr(getattr(request, "state", None), "request_id", None)
+    operation = getattr(execution_context, "operation_name", None)
+    for error in errors:
+        shown = code_error(error)
+        ext = shown.extensions or {}
+        fields: dict[str, Any] = {"code": ext.get("code"), "message": shown.message}
+        fields.update({k: ext[k] for k in ("field", "limit") if k in ext})
+        if error.path:
+            fields["path"] = ".".join(str(p) for p in error.path)
+        if operation:
+            fields["operation"] = operation
+        if request_id:
+            fields["request_id"] = request_id
+        if ext.get("code") == "INTERNAL":
+            fields["detail"] = error.message
+            cause = error.original_error or error
+            _log.error("graphql error", exc_info=(type(cause), cause, cause.__traceback__), extra={"fields": fields})
+        else:
+            _log.info("graphql error", extra={"fields": fields})
+
+
+class LoggedSchema(strawberry.Schema):
+    """strawberry's Schema with its error log replaced by `log_errors` (one JSON line per error)."""
+
+    def process_errors(self, errors: list[GraphQLError], execution_context: Any = None) -> None:
+        log_errors(errors, execution_context)
+
+
 def build_schema() -> strawberry.Schema:
     # One extension for every limit, the request deadline and error codes (api/graphql_limits.py):
     # strawberry's depth and alias limiters walked every fragment spread again, exponentially.
-    return strawberry.Schema(query=Query, mutation=Mutation, subscription=Subscription, extensions=[RequestGuard])
+    return LoggedSchema(query=Query, mutation=Mutation, subscription=Subscription, extensions=[RequestGuard])
 
 
 schema = build_schema()

@@ -152,6 +152,18 @@ class RetractResult:
     pass
 
 
+@sp.type(model=m.EraseCandidate, all_fields=True, description="A claim an erase selected (no content).")
+class EraseCandidate:
+    status: str
+
+
+@sp.type(model=m.EraseResult, all_fields=True,
+         description="What an erase did, or with dryRun would do: the claims selected, the revisions written (one "
+                     "per batch), the claims restored, and counts of what went with them.")
+class EraseResult:
+    claims: list[EraseCandidate]
+
+
 @sp.type(model=m.InferredLink, all_fields=True,
          description="A supersession the worker inferred between two claims without a claim key: newerId hides "
                      "olderId, with the judge's kind, confidence and reason; active at the revision asked about.")

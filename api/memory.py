@@ -8,7 +8,7 @@ item in a batch gets its own typed error and the rest of the batch still lands.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from types import TracebackType
@@ -19,10 +19,13 @@ from pydantic import ValidationError
 from api.runtime import Runtime
 from extraction.entities import canonical, query_phrases
 from graph import check as check_q
-from graph import claim_queries, contradiction_queries, packet_log, policies, store
+from graph import claim_queries, contradiction_queries, export_format, packet_log, policies, store
 from graph import entities as entity_q
+from graph import erase as erase_q
+from graph import export as export_q
 from graph import facts as facts_q
 from graph import history as history_q
+from graph import importer as importer_q
 from graph import inferred as inferred_q
 from graph.claim_queries import ClaimFilter
 from graph.recall import PolicyChangedError, RecallRequest
@@ -37,7 +40,9 @@ from schema.models import (
     ClaimInput,
     ContextPacket,
     ContradictionRecord,
+    EraseResult,
     HistoryEntry,
+    ImportResult,
     InferredLink,
     IngestItemResult,
     IngestResult,
@@ -65,7 +70,11 @@ def bad_input_from(exc: ValidationError, prefix: str = "") -> BadInputError:
     if isinstance(ours, BadInputError):  # raised by one of our validators (e.g. schema.dates): keep its words
         return type(ours)(f"{prefix}{ours.message}", field=ours.field or field, limit=ours.limit)
     limit = next((ctx[key] for key in _LIMIT_CTX if key in ctx), None)
-    message = f"{prefix}{field}: {err['msg']}"
+    if err["type"] == "string_too_short" and limit == 1:
+        # Text fields strip surrounding whitespace first, so "   " arrives here as "": say that, not
+        # pydantic's "should have at least 1 character", which reads as a bug to whoever sent spaces.
+        return BadInputError(f"{prefix}{field} must not be empty or only whitespace", field=field, limit=1)
+    message = f"{prefix}{field}: {str(err['msg']).removeprefix('Value error, ')}"
     cls = LimitExceededError if err["type"] in {"string_too_long", "too_long"} else BadInputError
     return cls(message, field=field, limit=limit if isinstance(limit, int | float | str) else None)
 
@@ -149,7 +158,14 @@ class Memory:
             raise cls(str(error.get("message", error)), field=error.get("field"))
         return result
 
-    def ingest_many(self, items: Sequence[ClaimInput | Mapping[str, Any]]) -> IngestResult:
+    def ingest_many(self, items: Sequence[ClaimInput | Mapping[str, Any]], *,
+                    on_progress: Callable[[int], None] | None = None) -> IngestResult:
+        """Write a batch in one transaction (one store revision); each item gets its own result.
+
+        `on_progress(n)` is told as items are done: refused ones at once, the rest as their embeddings
+        are computed (the bulk of the time), one embedder batch at a time — so a progress bar moves
+        per item rather than per transaction. Without it the batch is embedded in one call.
+        """
         if len(items) > limits.MAX_BATCH_ITEMS:
             raise LimitExceededError(f"a batch holds at most {limits.MAX_BATCH_ITEMS} items, got {len(items)}",
                                      field="items", limit=limits.MAX_BATCH_ITEMS)
@@ -160,7 +176,17 @@ class Memory:
                 valid.append((index, to_claim_input(item)))
             except PalimpsestError as exc:
                 failed[index] = IngestItemResult(index=index, ok=False, error=exc.to_dict())
-        vectors = self.rt.embedder.embed([c.content for _, c in valid])
+        texts = [c.content for _, c in valid]
+        if on_progress is None:
+            vectors = self.rt.embedder.embed(texts)
+        else:
+            if failed:
+                on_progress(len(failed))
+            step = max(1, int(getattr(self.rt.embedder, "batch_size", 64)))
+            vectors = []
+            for start in range(0, len(texts), step):
+                vectors.extend(self.rt.embedder.embed(texts[start:start + step]))
+                on_progress(len(texts[start:start + step]))
         prepared = [store.PreparedClaim(index=i, claim=c, embedding=v)
                     for (i, c), v in zip(valid, vectors, strict=True)]
         written = store.write_claims(self.rt.driver, self.namespace, prepared, self._db)
@@ -178,6 +204,95 @@ class Memory:
             raise LimitExceededError(f"reason must be at most {limits.MAX_REASON_CHARS} characters",
                                      field="reason", limit=limits.MAX_REASON_CHARS)
         return store.retract(self.rt.driver, self.namespace, claim_id, reason.strip(), self._db)
+
+    def erase(self, ids: Sequence[str] | None = None, *, source: str | None = None,
+              metadata: Mapping[str, Any] | None = None, reason: str, dry_run: bool = False,
+              batch_size: int = erase_q.BATCH) -> EraseResult:
+        """Remove claims' content for good, with everything derived from them (graph.erase): select by
+        `ids`, or by `source` and/or top-level `metadata` values; each batch of `batch_size` claims is
+        one transaction at a store revision of its own. What they had superseded is restored as a
+        retraction would. With `dry_run`, nothing is written: the result lists what would go.
+
+        Raises:
+            BadInputError: no selector, both kinds of selector, an empty reason, a bad batch size.
+            NotFoundError: an id that was never a claim of this namespace.
+        """
+        if not isinstance(reason, str) or not _text(reason, "reason").strip():
+            raise BadInputError("reason must not be empty", field="reason")
+        if len(reason) > limits.MAX_REASON_CHARS:
+            raise LimitExceededError(f"reason must be at most {limits.MAX_REASON_CHARS} characters",
+                                     field="reason", limit=limits.MAX_REASON_CHARS)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= erase_q.MAX_BATCH:
+            raise LimitExceededError(f"batch_size must be between 1 and {erase_q.MAX_BATCH}", field="batch_size",
+                                     limit=erase_q.MAX_BATCH)
+        if ids is not None and len(ids) > limits.MAX_BATCH_ITEMS:
+            raise LimitExceededError(f"at most {limits.MAX_BATCH_ITEMS} ids per call", field="ids",
+                                     limit=limits.MAX_BATCH_ITEMS)
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise BadInputError("metadata must be an object of key: value pairs", field="metadata")
+        selector = erase_q.Selector(tuple(_text(i, "ids") for i in ids or ()), _opt_text(source, "source"),
+                                    dict(metadata) if metadata else None)
+        selected, already = erase_q.select(self.rt.driver, self.namespace, selector, self._db)
+        result = EraseResult(namespace=self.namespace, dry_run=dry_run, matched=len(selected), claims=selected,
+                             already_erased=already)
+        if dry_run:
+            return result
+        counts = dict.fromkeys(("facts_removed", "supports_removed", "entities_removed", "mentions_removed",
+                                "contradictions_removed", "supersessions_removed", "packets_erased"), 0)
+        restored: set[str] = set()
+        erased: set[str] = set()
+        for start in range(0, len(selected), batch_size):
+            chunk = [c.id for c in selected[start:start + batch_size]]
+            done = erase_q.erase_batch(self.rt.driver, self.namespace, chunk, reason.strip(), self._db)
+            if done is None:  # erased by someone else meanwhile
+                result.already_erased.extend(chunk)
+                continue
+            result.revisions.append(done.revision)
+            erased.update(done.erased)
+            result.already_erased.extend(sorted(set(chunk) - set(done.erased)))
+            restored = (restored | set(done.restored)) - erased
+            for name in counts:
+                counts[name] += getattr(done, name)
+        return result.model_copy(update={"restored": sorted(restored - erased), **counts,
+                                         "already_erased": sorted(set(result.already_erased))})
+
+    # ---- moving a namespace ---------------------------------------------------------------
+    def export_lines(self, progress: Callable[[int, int], None] | None = None) -> Iterator[str]:
+        """The namespace as an export file (docs/EXPORT.md), one JSON line at a time, header first.
+
+        Streamed: consume it as it comes (write each line out). While it is being consumed the export
+        holds the namespace's write lock, so it is one consistent snapshot and writes to this namespace
+        wait; stop early and the lock is released. `progress(done, total)` is told after each record.
+        """
+        records = export_q.export_records(self.rt.driver, self.namespace, embedding_model=self.rt.embedder.model_name,
+                                          embedding_dimension=self.rt.embedder.dimension, database=self._db)
+        total = 0
+        for done, record in enumerate(records, start=1):
+            if record["kind"] == "header":
+                total = 2 + sum(int(n) for n in record["counts"].values())
+            yield export_format.dumps(record)
+            if progress is not None:
+                progress(done, total)
+
+    def import_lines(self, lines: Iterable[str], *, remap: bool = False,
+                     progress: Callable[[int, int], None] | None = None) -> ImportResult:
+        """Import an export file into this namespace (graph.importer): into an empty namespace as it was
+        (`copy`), or with `remap` under fresh ids — into an empty namespace, or appended after a
+        non-empty one's history (`merge`). Staged and switched in by one transaction: on any error
+        nothing is written. `progress(done, total)` is told after each record.
+
+        Raises:
+            BadInputError: the file is not an export of a version this release reads, or a line is
+                malformed (the message names the line).
+            ConflictError: the namespace is not empty without `remap`, or ids/keys are already taken.
+            SchemaMismatchError: the file was embedded with another model.
+        """
+        result = importer_q.import_records(self.rt.driver, self.namespace, lines, remap=remap,
+                                           embedding_model=self.rt.embedder.model_name,
+                                           embedding_dimension=self.rt.embedder.dimension, database=self._db,
+                                           progress=progress)
+        policies.forget_namespace(self.namespace)  # cached policies and defaults of what was there before
+        return result
 
     def register_policy(self, policy: Policy | Mapping[str, Any]) -> Policy:
         if not isinstance(policy, Policy):

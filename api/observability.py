@@ -78,7 +78,10 @@ class JsonFormatter(logging.Formatter):
         if isinstance(extra, dict):
             body.update(extra)
         if record.exc_info:
-            body["error"] = self.formatException(record.exc_info).splitlines()[-1]
+            trace = self.formatException(record.exc_info)
+            body["error"] = trace.splitlines()[-1]
+            if record.levelno >= logging.ERROR:  # a failure of ours: keep where it happened, still one line
+                body["traceback"] = trace
         return json.dumps(body, sort_keys=True)
 
 

@@ -31,9 +31,15 @@ class Runtime:
 
     @classmethod
     def from_env(cls) -> Runtime:
+        """Driver, migrated schema and embedder from the environment.
+
+        The embedder is lazy: torch and the model load on the first embed, so a face that only reads
+        (history, check, policy) never pays for them. The server warms it at start-up instead
+        (`palimpsest serve`), so its first request does not either.
+        """
         settings = Neo4jSettings.from_env()
         model = os.environ.get("PALIMPSEST_EMBEDDING_MODEL", DEFAULT_MODEL)
-        embedder = shared_embedder(model)
+        embedder = shared_embedder(model, lazy=True)
         driver = open_driver(settings)
         try:
             version = migrate(driver, embedding_dimension=embedder.dimension,

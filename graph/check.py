@@ -13,6 +13,9 @@ Each check re-derives a guarantee from the raw graph rather than trusting the co
 * `no_cross_namespace` — no relationship joins this namespace to another.
 * `gapless_revisions` — one Commit per revision 1..R.
 * `projections_behind_revision` — projections_seq ≤ revision.
+* `tombstones` — an erased claim (graph.erase) is a tombstone and nothing more: only `TOMBSTONE_FIELDS`,
+  no relationship, no Claim of the same id, an `erase` Commit at its erasure's revision, and no
+  logged packet that still holds its id.
 """
 
 from __future__ import annotations
@@ -20,12 +23,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from neo4j import Driver
 
 from graph import temporal
-from graph.revisions import to_py_datetime
+from graph.revisions import optional_datetime
 from graph.visibility import OPEN, current_at, from_micros, hidden_reason, micros
 from schema.errors import NotFoundError
 from schema.models import CheckReport, CheckViolation
@@ -60,10 +62,6 @@ class StoredClaim:
         )
 
 
-def _dt(value: Any) -> datetime | None:
-    return None if value is None else to_py_datetime(value)
-
-
 def stored_claims(driver: Driver, namespace: str, database: str | None = None) -> list[StoredClaim]:
     """Every claim of the namespace with what visibility needs, in write order."""
     records, _, _ = driver.execute_query(
@@ -77,7 +75,8 @@ def stored_claims(driver: Driver, namespace: str, database: str | None = None) -
     return [StoredClaim(
         str(r["id"]), r["key"], int(r["revision"]), int(r["pos"]), str(r["status"]), tuple(r["vf"] or ()),
         tuple(r["vt"] or ()), None if r["vu"] is None else tuple(r["vu"]),
-        r["rr"], _dt(r["valid_from"]), _dt(r["valid_to"]), _dt(r["valid_until"]), bool(r["correction"]),
+        r["rr"], optional_datetime(r["valid_from"]), optional_datetime(r["valid_to"]),
+        optional_datetime(r["valid_until"]), bool(r["correction"]),
     ) for r in records]
 
 
@@ -226,6 +225,41 @@ def _check_store(driver: Driver, namespace: str, database: str | None, found: _F
     return revision
 
 
+TOMBSTONE_FIELDS = frozenset({"id", "namespace", "revision", "erased_at_revision", "erased_at", "reason"})
+
+
+def _check_tombstones(driver: Driver, namespace: str, database: str | None, found: _Found) -> None:
+    records, _, _ = driver.execute_query(
+        "MATCH (e:ErasedClaim {namespace: $ns}) "
+        "RETURN e.id AS id, keys(e) AS keys, e.revision AS revision, e.erased_at_revision AS at, "
+        "COUNT { (e)--() } AS rels, EXISTS { MATCH (:Claim {id: e.id}) } AS claim, "
+        "EXISTS { MATCH (k:Commit {namespace: $ns, revision: e.erased_at_revision}) WHERE k.kind = 'erase' } "
+        "AS committed ORDER BY at, id",
+        ns=namespace, database_=database, routing_="r",
+    )
+    for r in records:
+        found.count("tombstones")
+        extra = sorted(set(r["keys"]) - TOMBSTONE_FIELDS)
+        problems = [f"keeps {extra}"] if extra else []
+        problems += ["has relationships"] if int(r["rels"]) else []
+        problems += ["is still a claim too"] if r["claim"] else []
+        problems += [] if r["committed"] else [f"has no erase commit at revision {r['at']}"]
+        if r["revision"] is None or r["at"] is None or int(r["revision"]) > int(r["at"]):
+            problems.append(f"revision {r['revision']} after its erasure at {r['at']}")
+        if problems:
+            found.bad("tombstones", f"erased claim {r['id']}: " + ", ".join(problems))
+    ids = [str(r["id"]) for r in records]
+    if not ids:
+        return
+    leaks, _, _ = driver.execute_query(
+        "MATCH (p:PacketLog {namespace: $ns}) WHERE p.packet_json IS NOT NULL "
+        "AND any(id IN $ids WHERE p.packet_json CONTAINS id) RETURN p.fingerprint AS fp ORDER BY fp",
+        ns=namespace, ids=ids, database_=database, routing_="r",
+    )
+    for leak in leaks:
+        found.bad("tombstones", f"logged packet {leak['fp']} still holds an erased claim")
+
+
 def check(driver: Driver, namespace: str, database: str | None = None) -> CheckReport:
     """Run every check over the namespace; a report with no violations means every invariant holds."""
     found = _Found()
@@ -234,9 +268,10 @@ def check(driver: Driver, namespace: str, database: str | None = None) -> CheckR
     _check_lists(claims, found)
     _check_keys(claims, found)
     _check_edges(driver, namespace, claims, database, found)
+    _check_tombstones(driver, namespace, database, found)
     return CheckReport(namespace=namespace, revision=revision, claims=len(claims),
                        checked=dict(sorted(found.checked.items())), violations=found.violations,
                        violation_counts=dict(sorted(found.counts.items())))
 
 
-__all__ = ["StoredClaim", "check", "current_at", "stored_claims", "visible_ids"]
+__all__ = ["TOMBSTONE_FIELDS", "StoredClaim", "check", "current_at", "stored_claims", "visible_ids"]

@@ -11,7 +11,12 @@ driver's bounded retry and acquisition times still apply). A Python caller that 
 
     from graph.deadline import within
     with within(5.0):
-        mem.recall("…")          # UNAVAILABLE/TIMEOUT within ~5 s, never later
+        mem.recall("…")          # UNAVAILABLE/TIMEOUT after ~5 s at most, plus one connect timeout
+
+The call runs in the caller's thread, so a TCP connect already under way when the deadline passes
+finishes or fails first: the bound is the deadline plus the driver's connect timeout
+(PALIMPSEST_NEO4J_CONNECT_TIMEOUT_S, 5 s; measured in docs/RELIABILITY.md). The HTTP face runs
+each call in a worker thread it abandons at the deadline, so its answers are on time.
 
 graph/ never imports api/: api sets the variable, graph reads it.
 """

@@ -181,6 +181,52 @@ def write_entity_batch(tx: ManagedTransaction, namespace: str, batch: EntityBatc
     return counters
 
 
+def withdraw_mentions(tx: ManagedTransaction, namespace: str, claim_ids: Sequence[str],
+                      entity_ids: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = ()) -> tuple[int, int]:
+    """Take claims out of the entity graph (graph.erase): delete their MENTIONS, recount RELATED for
+    the pairs they co-mentioned (and `pairs`, the ends of facts already deleted) and drop an edge that
+    is left with no weight, then delete the entities (of theirs, and `entity_ids`) that nothing
+    mentions or names any more. A surviving entity keeps only the aliases some claim that still
+    mentions it, or supports a fact about it, spells out: an alias learnt from these claims alone
+    goes with them. Returns (mentions removed, entities removed)."""
+    ids = sorted(set(claim_ids))
+    if not ids:
+        return 0, 0
+    mentioned = {str(r["id"]): [str(e) for e in r["entities"]] for r in tx.run(
+        "UNWIND $ids AS cid MATCH (c:Claim {namespace: $ns, id: cid})-[m:MENTIONS]->(e:Entity) "
+        "WITH c, collect(e.id) AS entities, collect(m) AS links FOREACH (m IN links | DELETE m) "
+        "RETURN c.id AS id, entities",
+        ids=ids, ns=namespace,
+    )}
+    removed = sum(len(v) for v in mentioned.values())
+    touched = sorted({*pairs, *((a, b) for ents in mentioned.values() for a in ents for b in ents if a < b)})
+    if touched:
+        tx.run(
+            "UNWIND $pairs AS p MATCH (a:Entity {namespace: $ns, id: p[0]}), (b:Entity {namespace: $ns, id: p[1]}) "
+            "USING INDEX a:Entity(id) USING INDEX b:Entity(id) "
+            "WITH a, b " + RELATED_RECOUNT + "WITH r WHERE r.weight = 0.0 DELETE r",
+            pairs=[list(p) for p in touched], ns=namespace,
+        ).consume()
+    candidates = sorted({*entity_ids, *(e for ents in mentioned.values() for e in ents)})
+    if not candidates:
+        return removed, 0
+    record = tx.run(
+        "UNWIND $ids AS id MATCH (e:Entity {namespace: $ns, id: id}) "
+        "WHERE NOT EXISTS { (e)<-[:MENTIONS]-() } AND NOT EXISTS { (e)<-[:SUBJECT|OBJECT]-() } "
+        "DETACH DELETE e RETURN count(*) AS n",
+        ids=candidates, ns=namespace,
+    ).single()
+    tx.run(
+        "UNWIND $ids AS id MATCH (e:Entity {namespace: $ns, id: id}) WHERE size(coalesce(e.aliases, [])) > 0 "
+        "SET e.aliases = [a IN e.aliases WHERE "
+        "  EXISTS { MATCH (e)<-[:MENTIONS]-(c:Claim) WHERE toLower(c.content) CONTAINS toLower(a) } OR "
+        "  EXISTS { MATCH (e)<-[:SUBJECT|OBJECT]-(:Fact)-[:SUPPORTED_BY]->(c:Claim) "
+        "           WHERE toLower(c.content) CONTAINS toLower(a) }]",
+        ids=candidates, ns=namespace,
+    ).consume()
+    return removed, 0 if record is None else int(record["n"])
+
+
 # ------------------------------------------------------------------------------------ PageRank
 @dataclass(frozen=True)
 class PageRankRun:
@@ -201,15 +247,6 @@ def graph_fingerprint(tx: ManagedTransaction, namespace: str) -> tuple[int, int,
         "RETURN entities, related, weight", ns=namespace,
     ).single(strict=True)
     return int(record["entities"]), int(record["related"]), round(float(record["weight"] or 0.0), 6)
-
-
-def graph_size(tx: ManagedTransaction, namespace: str) -> tuple[int, int]:
-    record = tx.run(
-        "CALL () { MATCH (e:Entity {namespace: $ns}) RETURN count(e) AS entities } "
-        "CALL () { MATCH (:Entity {namespace: $ns})-[r:RELATED]->(:Entity) RETURN count(r) AS related } "
-        "RETURN entities, related", ns=namespace,
-    ).single(strict=True)
-    return int(record["entities"]), int(record["related"])
 
 
 # ------------------------------------------------------------------------------------ API reads

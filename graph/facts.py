@@ -36,6 +36,9 @@ at all. The rules, and why:
   it, and `stated_valid_to` keeps the window a fact had while current. So `packet_beliefs` can
   rebuild the beliefs exactly as of a packet's (revision, projections_seq): replaying a packet
   later gives the same beliefs, whatever the worker learnt since.
+* **Erasure.** An erased claim (graph.erase) is taken out of its facts (`withdraw_supports`): a fact
+  with other supports re-fuses its confidence over them; one it alone supported is deleted, and the
+  fact that one had superseded is current again. Beliefs follow their evidence.
 
 Facts also feed `RELATED` between subject and object entities (`graph.entities.RELATED_RECOUNT`),
 so PageRank sees stated relations as well as co-mentions. All Cypher is parameterised and every
@@ -53,8 +56,8 @@ from typing import Any
 from neo4j import Driver, ManagedTransaction
 
 from graph.entities import RELATED_RECOUNT, check_first
-from graph.revisions import to_py_datetime
-from graph.visibility import current_at
+from graph.revisions import optional_datetime, to_py_datetime
+from graph.visibility import current_at, windows_overlap
 from schema.errors import BadInputError
 from schema.models import Belief, iso
 
@@ -119,11 +122,6 @@ def noisy_or(probabilities: Iterable[float]) -> float:
     return round(1.0 - remaining, 9)
 
 
-def _overlap(a_from: datetime | None, a_to: datetime | None, b_from: datetime | None,
-             b_to: datetime | None) -> bool:
-    return (a_to is None or b_from is None or b_from < a_to) and (b_to is None or a_from is None or a_from < b_to)
-
-
 def _start(valid_from: datetime | None, valid_to: datetime | None, recorded: datetime) -> datetime | None:
     """When a statement starts holding for comparisons: its stated start; for an undated
     present-tense statement, when it was recorded; for one that only states an end, unbounded."""
@@ -156,7 +154,8 @@ def plan_facts(namespace: str, current: Sequence[_Current], incoming: Sequence[F
         seen.add(stmt)
         facts = state.setdefault((f.subject_id, f.predicate), [])
         start = _start(f.valid_from, f.valid_to, recorded)
-        same = [c for c in facts if c.object_key == f.object_key and _overlap(c.start, c.valid_to, start, f.valid_to)]
+        same = [c for c in facts
+                if c.object_key == f.object_key and windows_overlap(c.start, c.valid_to, start, f.valid_to)]
         if same:
             plan.supports.append({"fact": same[0].id, "claim": f.claim_id, "confidence": f.confidence,
                                   "revision": f.revision})
@@ -168,12 +167,12 @@ def plan_facts(namespace: str, current: Sequence[_Current], incoming: Sequence[F
             # Only a *stated* start orders world time; an undated fact's recorded time says when we
             # learnt it, and newer knowledge about the same time wins over it.
             if (old.valid_from is not None and (start is None or start < old.valid_from)
-                    and _overlap(old.valid_from, old.valid_to, start, valid_to)):
+                    and windows_overlap(old.valid_from, old.valid_to, start, valid_to)):
                 # The statement describes the state before `old` began: it ends where `old` starts.
                 valid_to = old.valid_from if valid_to is None else min(valid_to, old.valid_from)
         superseded: list[tuple[_Current, datetime]] = []
         for old in rivals:
-            if not _overlap(old.start, old.valid_to, start, valid_to):
+            if not windows_overlap(old.start, old.valid_to, start, valid_to):
                 continue
             close = start if start is not None else recorded
             if old.valid_to is not None:
@@ -198,10 +197,6 @@ def plan_facts(namespace: str, current: Sequence[_Current], incoming: Sequence[F
 
 
 # ------------------------------------------------------------------------------------ worker write
-def _dt(value: Any) -> datetime | None:
-    return None if value is None else to_py_datetime(value)
-
-
 def write_fact_batch(tx: ManagedTransaction, namespace: str, facts: Sequence[FactWrite]) -> dict[str, int]:
     """Apply a batch of fact statements (inside the projections commit); returns counters.
 
@@ -213,8 +208,8 @@ def write_fact_batch(tx: ManagedTransaction, namespace: str, facts: Sequence[Fac
         return counters
     keys = sorted({(f.subject_id, f.predicate) for f in facts})
     current = [
-        _Current(r["id"], r["subject_id"], r["predicate"], r["object_key"], _dt(r["valid_from"]),
-                 _dt(r["valid_to"]), bool(r["single_valued"]), to_py_datetime(r["recorded_at"]))
+        _Current(r["id"], r["subject_id"], r["predicate"], r["object_key"], optional_datetime(r["valid_from"]),
+                 optional_datetime(r["valid_to"]), bool(r["single_valued"]), to_py_datetime(r["recorded_at"]))
         for r in tx.run(
             "UNWIND $keys AS k "
             "MATCH (f:Fact {namespace: $ns, subject_id: k[0], predicate: k[1]}) WHERE f.status = 'current' "
@@ -275,15 +270,7 @@ def write_fact_batch(tx: ManagedTransaction, namespace: str, facts: Sequence[Fac
             rows=plan.supersessions, ns=namespace,
         ).single()
         counters["facts_superseded"] = 0 if record is None else int(record["n"])
-    touched = sorted({s["fact"] for s in plan.supports})
-    if touched:
-        tx.run(
-            "UNWIND $ids AS id MATCH (f:Fact {namespace: $ns, id: id}) USING INDEX f:Fact(id) "
-            "WITH f, COLLECT { MATCH (f)-[s:SUPPORTED_BY]->(:Claim {namespace: $ns}) "
-            "  RETURN s.confidence ORDER BY s.confidence } AS ps "
-            "SET f.confidence = round(1.0 - reduce(q = 1.0, p IN ps | q * (1.0 - p)), 9), f.supports = size(ps)",
-            ids=touched, ns=namespace,
-        ).consume()
+    fuse_confidence(tx, namespace, sorted({s["fact"] for s in plan.supports}))
     pairs = sorted({tuple(sorted((c["subject_id"], c["object_id"]))) for c in plan.creates
                     if c["object_id"] is not None and c["object_id"] != c["subject_id"]})
     if pairs:
@@ -294,6 +281,72 @@ def write_fact_batch(tx: ManagedTransaction, namespace: str, facts: Sequence[Fac
             pairs=[list(p) for p in pairs], ns=namespace,
         ).consume()
     return counters
+
+
+def fuse_confidence(tx: ManagedTransaction, namespace: str, fact_ids: Sequence[str]) -> None:
+    """Recompute each fact's confidence (Noisy-OR of its supports, multiplied in ascending order so the
+    float is the same whatever order the supports were written in) and support count, from the
+    SUPPORTED_BY edges it has now: after supports are added (the worker) or withdrawn (graph.erase)."""
+    if not fact_ids:
+        return
+    tx.run(
+        "UNWIND $ids AS id MATCH (f:Fact {namespace: $ns, id: id}) USING INDEX f:Fact(id) "
+        "WITH f, COLLECT { MATCH (f)-[s:SUPPORTED_BY]->(:Claim {namespace: $ns}) "
+        "  RETURN s.confidence ORDER BY s.confidence } AS ps "
+        "SET f.confidence = round(1.0 - reduce(q = 1.0, p IN ps | q * (1.0 - p)), 9), f.supports = size(ps)",
+        ids=sorted(set(fact_ids)), ns=namespace,
+    ).consume()
+
+
+@dataclass(frozen=True)
+class Withdrawn:
+    """What `withdraw_supports` removed: supports, facts left with none, the facts those had
+    superseded that are current again, and the entities the removed facts named (for the caller's
+    RELATED recount and orphan sweep)."""
+
+    supports: int
+    facts: int
+    restored: list[str]
+    entities: list[str]
+    pairs: list[tuple[str, str]]
+
+
+def withdraw_supports(tx: ManagedTransaction, namespace: str, claim_ids: Sequence[str]) -> Withdrawn:
+    """Take claims out of the facts they support (graph.erase). A fact with other supports keeps them
+    and its confidence is fused again over what is left; a fact only these claims supported is
+    deleted with its SUBJECT/OBJECT/SUPERSEDES edges, and a fact it had superseded is current again
+    with the window it had while current (`stated_valid_to`), unless another fact still supersedes it:
+    derived beliefs follow their evidence, as if the claims had never been written."""
+    ids = sorted(set(claim_ids))
+    if not ids:
+        return Withdrawn(0, 0, [], [], [])
+    rows = list(tx.run(
+        "UNWIND $ids AS cid MATCH (f:Fact {namespace: $ns})-[s:SUPPORTED_BY]->(:Claim {namespace: $ns, id: cid}) "
+        "DELETE s WITH f, count(*) AS removed "
+        "RETURN f.id AS id, f.subject_id AS subject, f.object_id AS object, removed, "
+        "COUNT { (f)-[:SUPPORTED_BY]->(:Claim) } AS left ORDER BY id",
+        ids=ids, ns=namespace,
+    ))
+    supports = sum(int(r["removed"]) for r in rows)
+    orphans = [str(r["id"]) for r in rows if int(r["left"]) == 0]
+    kept = [str(r["id"]) for r in rows if int(r["left"]) > 0]
+    fuse_confidence(tx, namespace, kept)
+    restored: list[str] = []
+    if orphans:
+        restored = [str(r["id"]) for r in tx.run(
+            "UNWIND $ids AS id MATCH (f:Fact {namespace: $ns, id: id})-[:SUPERSEDES]->(old:Fact {namespace: $ns}) "
+            "WITH DISTINCT old WHERE NOT EXISTS { MATCH (old)<-[:SUPERSEDES]-(n:Fact) WHERE NOT n.id IN $ids } "
+            "AND old.status = 'superseded' "
+            "SET old.status = 'current', old.valid_to = old.stated_valid_to "
+            "REMOVE old.superseded_at_revision, old.superseded_by RETURN old.id AS id ORDER BY id",
+            ids=orphans, ns=namespace,
+        )]
+        tx.run("UNWIND $ids AS id MATCH (f:Fact {namespace: $ns, id: id}) DETACH DELETE f",
+               ids=orphans, ns=namespace).consume()
+    gone = [(r["subject"], r["object"]) for r in rows if int(r["left"]) == 0]
+    entities = sorted({str(e) for pair in gone for e in pair if e is not None})
+    pairs = sorted({(min(str(a), str(b)), max(str(a), str(b))) for a, b in gone if a and b and a != b})
+    return Withdrawn(supports, len(orphans), restored, entities, pairs)
 
 
 # ------------------------------------------------------------------------------------ recall
@@ -340,8 +393,9 @@ def packet_beliefs(tx: ManagedTransaction, namespace: str, claim_ids: list[str],
         beliefs.append(Belief(
             id=f["id"], subject=f["subject"], predicate=f["predicate"], object=f["object"],
             confidence=noisy_or(float(s["p"]) for s in live), supported_by=[s["id"] for s in live],
-            subject_id=f["subject_id"], object_id=f["object_id"], valid_from=iso(_dt(f["valid_from"])),
-            valid_to=iso(_dt(valid_to)), recorded_at=iso(_dt(f["recorded_at"])), revision=int(f["revision"]),
+            subject_id=f["subject_id"], object_id=f["object_id"], valid_from=iso(optional_datetime(f["valid_from"])),
+            valid_to=iso(optional_datetime(valid_to)), recorded_at=iso(optional_datetime(f["recorded_at"])),
+            revision=int(f["revision"]),
         ))
     beliefs.sort(key=lambda b: (-b.confidence, b.id))
     return beliefs[:cap], len(beliefs) > cap
@@ -358,7 +412,7 @@ _FACT_FIELDS = (
 def _fact_row(record: Any) -> dict[str, Any]:
     row = dict(record["f"])
     for key in ("valid_from", "valid_to", "recorded_at"):
-        row[key] = iso(_dt(row[key]))
+        row[key] = iso(optional_datetime(row[key]))
     return row | {"supported_by": list(record["supported_by"])}
 
 
@@ -417,7 +471,7 @@ def facts_of(driver: Driver, namespace: str, entity_ids: Sequence[str], *, inclu
     for r in records:
         row = dict(r["f"])
         for key in ("valid_from", "valid_to", "recorded_at"):
-            row[key] = iso(_dt(row[key]))
+            row[key] = iso(optional_datetime(row[key]))
         out[r["eid"]].append(row | {"supported_by": list(r["supported_by"])})
     for rows in out.values():  # the order of `list_facts`, whatever order the rows came back in
         rows.sort(key=lambda f: (-int(f["revision"] or 0), f["id"]))

@@ -29,13 +29,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from neo4j import Driver, ManagedTransaction
 
-from graph.revisions import bump, to_py_datetime
-from graph.visibility import OPEN, current_at
+from graph.revisions import bump, optional_datetime
+from graph.similarity import cosine_from_index
+from graph.visibility import OPEN, current_at, windows_overlap
 from schema.errors import NotFoundError
 from schema.models import InferredLink, UndoInferenceResult
 
@@ -68,15 +68,6 @@ class InferredWrite:
     confidence: float
     kind: str
     reason: str
-
-
-def _dt(value: Any) -> datetime | None:
-    return None if value is None else to_py_datetime(value)
-
-
-def _windows_overlap(a_from: datetime | None, a_to: datetime | None, b_from: datetime | None,
-                     b_to: datetime | None) -> bool:
-    return (a_to is None or b_from is None or b_from < a_to) and (b_to is None or a_from is None or a_from < b_to)
 
 
 _ROW = ("{id: c.id, content: c.content, claim_key: c.claim_key, revision: c.revision, "
@@ -178,7 +169,7 @@ def _neighbours(tx: ManagedTransaction, ns: str, sid: str, floor: float, limit: 
         if record is None:
             break
         for h in record["found"]:
-            rows[str(h["row"]["id"])] = (dict(h["row"]), round(2.0 * float(h["score"]) - 1.0, 6))
+            rows[str(h["row"]["id"])] = (dict(h["row"]), round(cosine_from_index(float(h["score"])), 6))
         raw, lowest = int(record["raw"]), record["lowest"]
         if len(rows) >= want or raw < fetch or lowest is None or float(lowest) < threshold or fetch >= 4000:
             break
@@ -196,7 +187,7 @@ def _neighbours(tx: ManagedTransaction, ns: str, sid: str, floor: float, limit: 
             f"RETURN {_ROW} AS row, score ORDER BY score DESC, row.id LIMIT $want",
             ns=ns, id=sid, queries=queries, flimit=max(want * 4, 100), threshold=threshold, want=want,
         ):
-            rows.setdefault(str(r["row"]["id"]), (dict(r["row"]), round(2.0 * float(r["score"]) - 1.0, 6)))
+            rows.setdefault(str(r["row"]["id"]), (dict(r["row"]), round(cosine_from_index(float(r["score"])), 6)))
     return sorted(rows.values(), key=lambda t: (-t[1], str(t[0]["id"])))
 
 
@@ -262,7 +253,7 @@ def _candidates(tx: ManagedTransaction, ns: str, subject_ids: list[str], extra: 
         for r in rows:
             cand = dict(r["row"])
             pool[str(cand["id"])] = (cand, {e["id"] for e in r["ents"] if e["id"] is not None},
-                                     round(2.0 * float(r["score"]) - 1.0, 6))
+                                     round(cosine_from_index(float(r["score"])), 6))
             names.update({e["id"]: e["name"] for e in r["ents"] if e["id"] is not None})
         if floor is not None:
             found = [(row_, cos_) for row_, cos_ in _neighbours(tx, ns, sid, floor, limit, (lexical or {}).get(sid, ()))
@@ -282,10 +273,10 @@ def _candidates(tx: ManagedTransaction, ns: str, subject_ids: list[str], extra: 
         for cand, cand_ents, cos in sorted(pool.values(), key=lambda t: (-t[2], str(t[0]["id"]))):
             if not current_at(cand["vis_from"], cand["vis_to"], int(row["revision"])):
                 continue
-            if not _windows_overlap(_dt(row["valid_from"]), _dt(row["valid_to"]), _dt(cand["valid_from"]),
-                                    _dt(cand["valid_to"])):
+            if not windows_overlap(optional_datetime(row["valid_from"]), optional_datetime(row["valid_to"]),
+                                   optional_datetime(cand["valid_from"]), optional_datetime(cand["valid_to"])):
                 continue
-            s_from, c_from = _dt(row["valid_from"]), _dt(cand["valid_from"])
+            s_from, c_from = optional_datetime(row["valid_from"]), optional_datetime(cand["valid_from"])
             if s_from is not None and c_from is not None and s_from < c_from:
                 continue  # the newer write states an earlier state of the world: it replaces nothing
             ents = cand_ents | set(extra.get(cand["id"], ()))

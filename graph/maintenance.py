@@ -6,7 +6,7 @@ from neo4j import Driver
 
 from graph import policies
 
-NAMESPACED_LABELS = ("Claim", "Entity", "Fact", "Store", "Policy", "Commit", "PacketLog")
+NAMESPACED_LABELS = ("Claim", "ErasedClaim", "Entity", "Fact", "Store", "Policy", "Commit", "PacketLog")
 
 
 def drop_namespace(driver: Driver, namespace: str, *, chunk: int = 5000, database: str | None = None) -> int:

@@ -37,7 +37,9 @@ from neo4j import Driver, ManagedTransaction
 from graph.entities import EntityBatch, write_entity_batch
 from graph.facts import FactWrite, write_fact_batch
 from graph.inferred import InferredWrite, write_inferred
-from graph.revisions import StoreState, store_state, to_py_datetime
+from graph.revisions import StoreState, optional_datetime, store_state
+from graph.similarity import cosine_from_index, index_score
+from graph.visibility import windows_overlap
 from schema.errors import ConflictError
 from schema.limits import MAX_CANDIDATES
 from schema.models import DEFAULT_POLICY
@@ -77,7 +79,7 @@ class Batch:
 
 @dataclass(frozen=True)
 class CandidatePair:
-    """Two claims that could conflict, oriented newer → older by (write revision, id)."""
+    """Two claims that could conflict, oriented newer → older by write order (revision, place in batch, id)."""
 
     newer_id: str
     newer_content: str
@@ -109,19 +111,6 @@ class CommitResult:
 
 class StaleBatchError(ConflictError):
     """Another worker advanced `projections_seq` while this one worked; its batch is dropped."""
-
-
-def index_score(cosine: float) -> float:
-    """Cosine in [-1, 1] → the (1 + cos) / 2 scale of Neo4j's vector index and similarity function."""
-    return (1.0 + cosine) / 2.0
-
-
-def cosine_from_index(score: float) -> float:
-    return 2.0 * score - 1.0
-
-
-def _dt(value: Any) -> datetime | None:
-    return None if value is None else to_py_datetime(value)
 
 
 def projections_state(driver: Driver, namespace: str, database: str | None = None) -> StoreState | None:
@@ -166,9 +155,10 @@ def _read_batch(tx: ManagedTransaction, ns: str, max_claims: int) -> Batch | Non
         ns=ns, seq=seq, top=end, limit=max_claims + 1,
     ):
         weights[int(r["rev"])] = int(r["n"])
-    # A retraction can restore one older claim, which then becomes a subject at that revision.
+    # A retraction (or an erasure) can restore older claims, which then become subjects at that revision.
     retracts = [int(r["rev"]) for r in tx.run(
-        "MATCH (k:Commit {namespace: $ns}) WHERE k.revision > $seq AND k.revision <= $top AND k.kind = 'retract' "
+        "MATCH (k:Commit {namespace: $ns}) WHERE k.revision > $seq AND k.revision <= $top "
+        "AND k.kind IN ['retract', 'erase'] "
         "RETURN k.revision AS rev ORDER BY rev LIMIT $limit",
         ns=ns, seq=seq, top=end, limit=max_claims + 1,
     )]
@@ -199,7 +189,7 @@ def _read_batch(tx: ManagedTransaction, ns: str, max_claims: int) -> Batch | Non
         for start, end in zip(c["vis_from"], c["vis_to"], strict=True):
             if seq < start <= to_seq and end > start:  # an empty interval was superseded in its own batch
                 subjects.append(Subject(c["id"], c["content"], c["claim_key"], int(c["revision"]), int(start),
-                                        _dt(c["valid_from"]), _dt(c["valid_to"]),
+                                        optional_datetime(c["valid_from"]), optional_datetime(c["valid_to"]),
                                         json.loads(c["metadata_json"] or "{}"), int(c["batch_index"])))
     subjects.sort(key=lambda s: (s.revision, s.id))
     return Batch(ns, seq, to_seq, top, subjects, default_policy)
@@ -226,11 +216,6 @@ def _current_at(row: dict[str, Any], revision: int) -> bool:
     return any(s <= revision < e for s, e in zip(row["vis_from"], row["vis_to"], strict=True))
 
 
-def _windows_overlap(a_from: datetime | None, a_to: datetime | None, b_from: datetime | None,
-                     b_to: datetime | None) -> bool:
-    return (a_to is None or b_from is None or b_from < a_to) and (b_to is None or a_from is None or a_from < b_to)
-
-
 def _candidates(tx: ManagedTransaction, ns: str, subjects: list[Subject], min_cos: float,
                 cap: int) -> list[CandidatePair]:
     best: dict[tuple[str, str], CandidatePair] = {}
@@ -244,8 +229,8 @@ def _candidates(tx: ManagedTransaction, ns: str, subjects: list[Subject], min_co
         def admissible(row: dict[str, Any], subject: Subject = s, excluded: set[str] = superseded) -> bool:
             return (row["id"] != subject.id and row["id"] not in excluded and row["revision"] <= subject.revision
                     and _current_at(row, subject.revision)
-                    and _windows_overlap(subject.valid_from, subject.valid_to, _dt(row["valid_from"]),
-                                         _dt(row["valid_to"])))
+                    and windows_overlap(subject.valid_from, subject.valid_to, optional_datetime(row["valid_from"]),
+                                         optional_datetime(row["valid_to"])))
 
         for row, cos in _vector_neighbours(tx, ns, s, min_cos, cap, admissible):
             found[row["id"]] = (row, cos, "vector")
@@ -268,7 +253,10 @@ def _candidates(tx: ManagedTransaction, ns: str, subjects: list[Subject], min_co
                 found[row["id"]] = (row, cos, "vector+key" if prior else "key")
         ranked = sorted(found.values(), key=lambda t: (-t[1], t[0]["id"]))[:cap]
         for row, cos, via in ranked:
-            subject_key, other_key = (s.claim_revision, s.id), (int(row["revision"]), row["id"])
+            # Write order, not ids: two claims of one batch are oriented by their place in it, so
+            # the same writes give the same edges in every namespace (ids break only exact ties).
+            subject_key = (s.claim_revision, s.batch_index, s.id)
+            other_key = (int(row["revision"]), int(row["batch_index"]), row["id"])
             if subject_key > other_key:
                 pair = CandidatePair(s.id, s.content, row["id"], row["content"], s.revision, cos, via)
             else:
@@ -340,6 +328,7 @@ def _commit(tx: ManagedTransaction, ns: str, from_seq: int, to_seq: int, rows: l
     if current != from_seq:
         raise StaleBatchError(f"projections_seq of {ns!r} moved from {from_seq} to {current} during the batch",
                               field="projections_seq")
+    entities, facts = _without_erased(tx, ns, entities, facts or [])
     created = 0
     if rows:
         summary = tx.run(
@@ -359,6 +348,29 @@ def _commit(tx: ManagedTransaction, ns: str, from_seq: int, to_seq: int, rows: l
     inferred_created = write_inferred(tx, ns, inferred) if inferred else 0
     _advance(tx, ns, to_seq)
     return CommitResult(to_seq, created, entity_counters, fact_counters, inferred_created)
+
+
+def _without_erased(tx: ManagedTransaction, ns: str, entities: EntityBatch | None,
+                    facts: list[FactWrite]) -> tuple[EntityBatch | None, list[FactWrite]]:
+    """Drop what the batch derived from claims erased while it was being computed (graph.erase): their
+    mentions and facts, and the entities only they named — committing those would bring back, as
+    entity names, text the erasure removed. Checked under the Store lock, which erasures also take."""
+    named = {str(m["claim"]) for m in (entities.mentions if entities else [])} | {f.claim_id for f in facts}
+    if not named:
+        return entities, facts
+    alive = {str(r["id"]) for r in tx.run(
+        "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id}) RETURN c.id AS id", ids=sorted(named), ns=ns)}
+    if alive >= named:
+        return entities, facts
+    facts = [f for f in facts if f.claim_id in alive]
+    if entities is None:
+        return None, facts
+    mentions = [m for m in entities.mentions if str(m["claim"]) in alive]
+    used = {str(m["entity"]) for m in mentions} | {e for f in facts for e in (f.subject_id, f.object_id) if e}
+    dropped = {str(m["entity"]) for m in entities.mentions} - used
+    return EntityBatch(new_entities=[e for e in entities.new_entities if str(e["id"]) not in dropped],
+                       aliases=[a for a in entities.aliases if str(a["id"]) not in dropped],
+                       mentions=mentions), facts
 
 
 def _advance(tx: ManagedTransaction, ns: str, to_seq: int) -> None:

@@ -45,6 +45,17 @@ def to_py_datetime(value: Any) -> datetime:
     return value.to_native() if hasattr(value, "to_native") else value  # type: ignore[no-any-return]
 
 
+def optional_datetime(value: Any) -> datetime | None:
+    """A stored time that may be absent, as a Python datetime: a driver value, or the ISO string of
+    Cypher's `toString` — decoding hundreds of driver DateTime values per read costs more than the
+    rest of the row, so hot reads ask for strings; "…Z[UTC]" loses only its zone name."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return datetime.fromisoformat(value.partition("[")[0])
+    return to_py_datetime(value)
+
+
 @dataclass(frozen=True)
 class StoreState:
     revision: int

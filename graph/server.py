@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import shutil
 import signal
@@ -42,6 +43,47 @@ JVM_FLAGS = (
     "-XX:+UseG1GC",
     "-Dfile.encoding=UTF-8",
 )
+
+
+# Neo4j Browser's graph style (GraSS, as the JSON its `:style` command accepts): claims are captioned
+# by their content, entities by name, facts by predicate, so a picture of the graph reads as the
+# memory it is instead of as a field of ids. The launcher runs it as Browser's post-connect command.
+BROWSER_STYLE: dict[str, dict[str, str]] = {
+    "node": {"diameter": "50px", "color": "#A5ABB6", "border-color": "#9AA1AC", "border-width": "2px",
+             "text-color-internal": "#FFFFFF", "font-size": "10px"},
+    "relationship": {"color": "#A5ABB6", "shaft-width": "1px", "font-size": "8px", "padding": "3px",
+                     "text-color-external": "#000000", "text-color-internal": "#FFFFFF", "caption": "<type>"},
+    "node.Claim": {"caption": "{content}", "diameter": "90px", "color": "#68BDF6", "border-color": "#5CA8DB",
+                   "text-color-internal": "#FFFFFF"},
+    "node.Entity": {"caption": "{name}", "diameter": "60px", "color": "#6DCE9E", "border-color": "#60B58B",
+                    "text-color-internal": "#FFFFFF"},
+    "node.Fact": {"caption": "{predicate}", "diameter": "65px", "color": "#FFD86E", "border-color": "#EDBA39",
+                  "text-color-internal": "#604A0E"},
+    "node.Commit": {"caption": "rev {revision}", "diameter": "45px", "color": "#A5ABB6"},
+    "node.Store": {"caption": "{namespace}", "diameter": "55px", "color": "#DE9BF9", "border-color": "#BF85D6"},
+    "node.Policy": {"caption": "{version}", "diameter": "55px", "color": "#FB95AF", "border-color": "#E0849B"},
+    "relationship.SUPERSEDES": {"color": "#F79767", "shaft-width": "3px"},
+    "relationship.CONTRADICTS": {"color": "#F16667", "shaft-width": "3px"},
+}
+
+
+def browser_grass() -> str:
+    """BROWSER_STYLE as a GraSS file, for `:style <url>` or dropping onto any Neo4j Browser."""
+    lines = []
+    for selector, props in BROWSER_STYLE.items():
+        lines.append(selector + " {")
+        lines += [f"  {key}: '{value}';" if key == "caption" else f"  {key}: {value};" for key, value in props.items()]
+        lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def browser_style_command() -> str:
+    """The `:style` command (without its colon) that applies BROWSER_STYLE.
+
+    JSON, not GraSS's CSS syntax: Browser splits `browser.post_connect_cmd` on semicolons outside
+    quotes, and JSON has none.
+    """
+    return "style " + json.dumps(BROWSER_STYLE, separators=(",", ":"))
 
 
 class ServerError(RuntimeError):
@@ -93,6 +135,21 @@ class ServerConfig:
     def bolt_uri(self) -> str:
         return f"bolt://127.0.0.1:{self.bolt_port}"
 
+    @property
+    def browser_url(self) -> str:
+        return browser_url(f"http://127.0.0.1:{self.http_port}", self.bolt_uri, auth=bool(self.password))
+
+
+def browser_url(http_url: str, bolt_uri: str, *, auth: bool) -> str:
+    """Neo4j Browser, told where Bolt is and, with auth off, to connect without asking.
+
+    The Browser a server serves shows a login form on a first visit: it cannot know before
+    connecting that auth is off. `dbms` and `preselectAuthMethod=NO_AUTH` make it connect at once
+    (tests/browser checks it); with auth on it opens the form with the address filled in.
+    """
+    url = f"{http_url.rstrip('/')}/browser/?dbms={bolt_uri}"
+    return url if auth else url + "&preselectAuthMethod=NO_AUTH"
+
 
 @dataclass(frozen=True)
 class ServerStatus:
@@ -101,6 +158,7 @@ class ServerStatus:
     bolt_uri: str
     http_url: str
     started_here: bool
+    browser_url: str = ""
 
 
 def _pom() -> str:
@@ -198,6 +256,10 @@ def _write_conf(cfg: ServerConfig) -> Path:
         # The default keeps two days of transaction logs: a benchmark session wrote 5.6 GB of them
         # next to a 1 GB store. A local instance keeps enough for crash recovery and no more.
         "db.tx_log.rotation.retention_policy=1G size",
+        # Neo4j Browser: captions that show the memory (BROWSER_STYLE), and no product-analytics prompt
+        # or reporting from a local development server.
+        f"browser.post_connect_cmd={browser_style_command()}",
+        "client.allow_telemetry=false",
     ]
     conf = inst / "conf" / "neo4j.conf"
     conf.write_text("\n".join(lines) + "\n")
@@ -260,7 +322,8 @@ def log_tail(cfg: ServerConfig, lines: int = 40) -> str:
 def status(cfg: ServerConfig) -> ServerStatus:
     pid = _read_pid(cfg)
     running = pid is not None and bolt_answers(cfg.bolt_uri, _auth(cfg))
-    return ServerStatus(running, pid, cfg.bolt_uri, f"http://127.0.0.1:{cfg.http_port}", pid is not None)
+    return ServerStatus(running, pid, cfg.bolt_uri, f"http://127.0.0.1:{cfg.http_port}", pid is not None,
+                        cfg.browser_url)
 
 
 def _set_initial_password(cfg: ServerConfig, java: str) -> None:
@@ -314,6 +377,9 @@ def start(cfg: ServerConfig) -> ServerStatus:
             cfg.pid_file.unlink(missing_ok=True)
             raise ServerError(f"Neo4j exited during start-up. Log tail:\n{log_tail(cfg)}")
         if bolt_answers(cfg.bolt_uri, _auth(cfg), timeout_s=2.0):
+            # The HTTP connector (Neo4j Browser) opens a moment after Bolt: wait so the URL we print works.
+            while not _port_open(cfg.http_port) and time.monotonic() < deadline and _pid_alive(pid):
+                time.sleep(0.2)
             return status(cfg)
         time.sleep(1.0)
     raise ServerError(f"Neo4j did not answer on {cfg.bolt_uri} within {cfg.start_timeout_s:.0f}s. "

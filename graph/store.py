@@ -21,7 +21,7 @@ from neo4j import Driver, ManagedTransaction
 from graph import temporal
 from graph.revisions import Revision, bump, to_py_datetime
 from graph.visibility import OPEN, from_micros, micros
-from schema.errors import ConflictError, NotFoundError
+from schema.errors import ConflictError, ErasedError, NotFoundError
 from schema.models import Claim, ClaimInput, IngestItemResult, RetractResult, iso
 
 
@@ -321,15 +321,7 @@ def write_claims(driver: Driver, namespace: str, items: Sequence[PreparedClaim],
 
 
 def _retract(tx: ManagedTransaction, namespace: str, claim_id: str, reason: str) -> RetractResult:
-    """Retract a claim and undo exactly what it changed, on both axes.
-
-    What it hid comes back — unless a later version of the same key, still standing, would itself
-    have corrected it (then that version hides it from now on, so a key never gets a second live
-    version at one instant). Corrections it made are undone even when the claim was no longer live
-    itself; an inferred supersession is undone when the inferring claim was still live (an inferred
-    chain old ← middle ← newest keeps hiding `old` when `middle` goes). Then every key it touched
-    has its world-time timeline recomputed (graph.temporal), which reopens a window it had closed.
-    """
+    """Retract a claim and undo exactly what it changed, on both axes (`undo_claim`)."""
     # Lock first, then read: the status must be the one no concurrent writer can still change.
     # Raising below rolls the whole transaction back, revision bump included.
     rev = bump(tx, namespace, "retract", 1)
@@ -347,6 +339,23 @@ def _retract(tx: ManagedTransaction, namespace: str, claim_id: str, reason: str)
         "c.vis_to = CASE WHEN $was_current THEN c.vis_to[..-1] + [$rev] ELSE c.vis_to END",
         ns=namespace, id=claim_id, rev=rev.number, at=rev.at, reason=reason, was_current=was_current,
     ).consume()
+    restored_ids = undo_claim(tx, namespace, claim_id, found["key"], was_current, rev, "retracted")
+    return RetractResult(id=claim_id, revision=rev.number, restored=restored_ids[0] if restored_ids else None)
+
+
+def undo_claim(tx: ManagedTransaction, namespace: str, claim_id: str, key: str | None, was_current: bool,
+               rev: Revision, why: str) -> list[str]:
+    """Undo exactly what a claim changed, on both axes, at revision `rev`; returns the ids restored.
+
+    The one restoration path of retraction and erasure (graph.erase): the caller has already taken
+    the claim out of the live versions (its status is no longer `current`). What it hid comes back —
+    unless a later version of the same key, still standing, would itself have corrected it (then
+    that version hides it from now on, so a key never gets a second live version at one instant).
+    Corrections it made are undone even when the claim was no longer live itself; an inferred
+    supersession is undone when the claim was still live (an inferred chain old ← middle ← newest
+    keeps hiding `old` when `middle` goes). Then every key it touched has its world-time timeline
+    recomputed (graph.temporal), which reopens a window it had closed.
+    """
     hidden = [dict(r) for r in tx.run(
         "MATCH (c:Claim {namespace: $ns, id: $id})-[s:SUPERSEDES]->(old:Claim) "
         "WHERE old.status = 'superseded' AND s.undone_at_revision IS NULL "
@@ -361,20 +370,11 @@ def _retract(tx: ManagedTransaction, namespace: str, claim_id: str, reason: str)
     tx.run(
         "MATCH (c:Claim {namespace: $ns, id: $id})-[s:SUPERSEDES]->(old:Claim) "
         "WHERE old.id IN $ids AND s.undone_at_revision IS NULL "
-        "SET s.undone_at_revision = $rev, s.undone_at = $at, s.undone_reason = 'retracted'",
-        ns=namespace, id=claim_id, ids=[h["id"] for h in hidden], rev=rev.number, at=rev.at,
+        "SET s.undone_at_revision = $rev, s.undone_at = $at, s.undone_reason = $why",
+        ns=namespace, id=claim_id, ids=[h["id"] for h in hidden], rev=rev.number, at=rev.at, why=why,
     ).consume()
-    if restored_ids:
-        tx.run(
-            # Back with its stated end; the key's timeline below caps it where a later version starts.
-            "UNWIND $rows AS row MATCH (old:Claim {namespace: $ns, id: row.id}) USING INDEX old:Claim(id) "
-            "SET old.status = 'current', old.restored_at_revision = $rev, "
-            "old.vis_until = coalesce(old.vis_until, [x IN old.vis_from | row.declared]) + [row.declared], "
-            "old.vis_from = old.vis_from + [$rev], old.vis_to = old.vis_to + [$open], old.valid_until = old.valid_to",
-            rows=[{"id": h["id"], "declared": micros(as_datetime(h["valid_to"]))} for h in hidden
-                  if h["id"] in restored_ids],
-            ns=namespace, rev=rev.number, open=OPEN,
-        ).consume()
+    restore(tx, namespace, [(h["id"], as_datetime(h["valid_to"])) for h in hidden if h["id"] in restored_ids],
+            rev.number)
     if keep_hidden:
         tx.run(
             "UNWIND $pairs AS pair "
@@ -382,23 +382,40 @@ def _retract(tx: ManagedTransaction, namespace: str, claim_id: str, reason: str)
             "CREATE (new)-[:SUPERSEDES {revision: $rev, at: $at, reason: 'claim_key', kind: 'correction'}]->(old)",
             pairs=[[by, old] for old, by in sorted(keep_hidden.items())], ns=namespace, rev=rev.number, at=rev.at,
         ).consume()
-    keys = sorted({str(k) for k in [found["key"], *(h["key"] for h in hidden if h["id"] in restored_ids)] if k})
+    keys = sorted({str(k) for k in [key, *(h["key"] for h in hidden if h["id"] in restored_ids)] if k})
     if keys:
         plans = _plan_keys(tx, namespace, [], rev.number, keys)
         _apply_plans(tx, namespace, plans, rev, set())
-    return RetractResult(id=claim_id, revision=rev.number, restored=restored_ids[0] if restored_ids else None)
+    return restored_ids
+
+
+def restore(tx: ManagedTransaction, namespace: str, claims: Sequence[tuple[str, datetime | None]], rev: int) -> None:
+    """Make hidden claims current again from revision `rev` on: a new store interval opens, with the
+    claim's stated end (`valid_to`, given with each id); the key's timeline, recomputed by the caller,
+    caps it where a later version starts."""
+    if not claims:
+        return
+    tx.run(
+        "UNWIND $rows AS row MATCH (old:Claim {namespace: $ns, id: row.id}) USING INDEX old:Claim(id) "
+        "SET old.status = 'current', old.restored_at_revision = $rev, "
+        "old.vis_until = coalesce(old.vis_until, [x IN old.vis_from | row.declared]) + [row.declared], "
+        "old.vis_from = old.vis_from + [$rev], old.vis_to = old.vis_to + [$open], old.valid_until = old.valid_to",
+        rows=[{"id": cid, "declared": micros(valid_to)} for cid, valid_to in claims],
+        ns=namespace, rev=rev, open=OPEN,
+    ).consume()
 
 
 def _still_corrected(tx: ManagedTransaction, namespace: str, retracted: str,
                      hidden: list[dict[str, Any]]) -> dict[str, str]:
     """Of the keyed claims `retracted` had corrected, those a later, still-standing version of their key
-    corrects as well (graph.temporal.corrects): old id → the earliest such version."""
+    corrects as well (graph.temporal.corrects): old id → the earliest such version. Standing: current or
+    superseded — not retracted, and not a claim an erasure is taking out in the same transaction."""
     keyed = [h for h in hidden if h["key"] is not None]
     if not keyed:
         return {}
     later = tx.run(
         "UNWIND $keys AS k MATCH (c:Claim {namespace: $ns, claim_key: k}) "
-        "WHERE c.status <> 'retracted' AND c.id <> $retracted "
+        "WHERE c.status IN ['current', 'superseded'] AND c.id <> $retracted "
         "RETURN k AS key, c.id AS id, c.revision AS revision, coalesce(c.batch_index, 0) AS pos, "
         "c.valid_from AS valid_from, c.valid_to AS valid_to, coalesce(c.correction, false) AS correction",
         keys=sorted({h["key"] for h in keyed}), ns=namespace, retracted=retracted,
@@ -453,12 +470,16 @@ def claim_from_record(row: dict[str, Any], default_tau: float) -> Claim:
 def get_claim(driver: Driver, namespace: str, claim_id: str, default_tau: float,
               database: str | None = None) -> Claim:
     records, _, _ = driver.execute_query(
-        f"MATCH (c:Claim {{namespace: $ns, id: $id}}) RETURN {CLAIM_FIELDS} AS c",
+        f"OPTIONAL MATCH (c:Claim {{namespace: $ns, id: $id}}) RETURN {CLAIM_FIELDS} AS c, "
+        "COLLECT { MATCH (e:ErasedClaim {namespace: $ns, id: $id}) RETURN e.erased_at_revision } AS erased",
         ns=namespace, id=claim_id, database_=database, routing_="r",
     )
-    if not records:
+    found = records[0]
+    if found["c"] is None:
+        if found["erased"]:
+            raise ErasedError(f"claim {claim_id!r} was erased at revision {found['erased'][0]}", field="id")
         raise NotFoundError(f"no claim {claim_id!r} in namespace {namespace!r}", field="id")
-    return claim_from_record(dict(records[0]["c"]), default_tau)
+    return claim_from_record(dict(found["c"]), default_tau)
 
 
 def as_datetime(value: Any) -> datetime | None:

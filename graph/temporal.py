@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from graph.visibility import OPEN, micros
+from graph.visibility import OPEN, micros, windows_overlap
 
 
 @dataclass(frozen=True)
@@ -51,14 +51,10 @@ def _end(v: Version) -> int:
     return micros(v.valid_to)
 
 
-def _windows_overlap(a: Version, b: Version) -> bool:
-    return _start(a) < _end(b) and _start(b) < _end(a)
-
-
 def corrects(newer: Version, older: Version) -> bool:
     """Does `newer` (written after `older`, same key) hide `older` at every world time?"""
     if newer.correction:
-        return _windows_overlap(newer, older)
+        return windows_overlap(newer.valid_from, newer.valid_to, older.valid_from, older.valid_to)
     if newer.valid_from is None and newer.valid_to is None:
         return True
     s_new, s_old = _start(newer), _start(older)

@@ -83,5 +83,11 @@ def hidden_reason(
     return None
 
 
+def windows_overlap(a_from: datetime | None, a_to: datetime | None, b_from: datetime | None,
+                    b_to: datetime | None) -> bool:
+    """Do two half-open world-time windows share an instant? A missing bound is unbounded."""
+    return (a_to is None or b_from is None or b_from < a_to) and (b_to is None or a_from is None or a_from < b_to)
+
+
 def from_micros(value: int) -> datetime | None:
     return None if value >= OPEN else _EPOCH + timedelta(microseconds=value)

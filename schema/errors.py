@@ -39,6 +39,14 @@ class NotFoundError(PalimpsestError, LookupError):
     code = "NOT_FOUND"
 
 
+class ErasedError(NotFoundError):
+    """What was asked for is gone for good: a claim was erased (graph.erase), or a logged packet
+    held one. A NotFoundError subclass — the content is not there — with its own code, so a caller
+    can tell "never existed" from "existed and was erased on purpose"."""
+
+    code = "ERASED"
+
+
 class ConflictError(PalimpsestError):
     code = "CONFLICT"
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from schema import limits
 from schema.dates import parse_instant
+from schema.errors import BadInputError, LimitExceededError
 
 ClaimStatus = Literal["current", "superseded", "retracted"]
 
@@ -58,20 +59,25 @@ class ClaimInput(BaseModel):
     @field_validator("metadata")
     @classmethod
     def _metadata_size(cls, v: dict[str, Any]) -> dict[str, Any]:
+        # Our typed errors (ValueErrors, so pydantic collects them) keep their field, limit and words
+        # through api.memory.bad_input_from; a bare ValueError would read "metadata: Value error, …".
         try:
             encoded = json.dumps(v, sort_keys=True, allow_nan=False)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"metadata must be JSON-serialisable: {exc}") from exc
+            raise BadInputError(f"metadata must be JSON-serialisable: {exc}", field="metadata") from exc
         if len(encoded.encode()) > limits.MAX_METADATA_BYTES:
-            raise ValueError(f"metadata must be at most {limits.MAX_METADATA_BYTES} bytes as JSON")
+            raise LimitExceededError(f"metadata must be at most {limits.MAX_METADATA_BYTES} bytes as JSON",
+                                     field="metadata", limit=limits.MAX_METADATA_BYTES)
         return v
 
     @model_validator(mode="after")
     def _window(self) -> ClaimInput:
+        # A whole-model check has no field of its own: name the one the caller should change.
         if self.valid_from and self.valid_to and self.valid_to <= self.valid_from:
-            raise ValueError("valid_to must be after valid_from")
+            raise BadInputError("valid_to must be after valid_from", field="valid_to")
         if self.correction and self.claim_key is None:
-            raise ValueError("correction needs a claim_key: it says which versions it corrects")
+            raise BadInputError("correction needs a claim_key: it says which versions it corrects",
+                                field="correction")
         return self
 
 
@@ -328,7 +334,7 @@ class PacketContradiction(BaseModel):
 
 
 class PacketEdge(BaseModel):
-    kind: Literal["supersedes", "shared_source", "shared_entity", "contradicts"]
+    kind: Literal["supersedes", "shared_source"]  # contradictions have their own list (PacketContradiction)
     source_id: str
     target_id: str
     detail: str | None = None
@@ -461,3 +467,50 @@ class ContradictionRecord(BaseModel):
     method: str
     detected_at: str
     revision: int
+
+
+class EraseCandidate(BaseModel):
+    """A claim an erase selected: enough to see what goes (no content: a dry run shows what would
+    be erased without copying it anywhere new)."""
+
+    id: str
+    revision: int
+    status: ClaimStatus
+    source: str
+    claim_key: str | None = None
+
+
+class EraseResult(BaseModel):
+    """What an erase did (or, with `dry_run`, would do). `claims` lists what was selected, in write
+    order; `revisions` holds one store revision per batch written (none for a dry run); the counts
+    are of what went with the claims: derived facts, supports, entities, links and logged packets."""
+
+    namespace: str
+    dry_run: bool
+    matched: int
+    claims: list[EraseCandidate]
+    already_erased: list[str] = Field(default_factory=list)
+    revisions: list[int] = Field(default_factory=list)
+    restored: list[str] = Field(default_factory=list)
+    facts_removed: int = 0
+    supports_removed: int = 0
+    entities_removed: int = 0
+    mentions_removed: int = 0
+    contradictions_removed: int = 0
+    supersessions_removed: int = 0
+    packets_erased: int = 0
+
+
+class ImportResult(BaseModel):
+    """What `import` wrote: the mode (`copy`: ids kept, into an empty namespace; `remap`: fresh ids;
+    `merge`: fresh ids appended after a non-empty namespace's revisions), the store revision after it,
+    the offset added to every imported revision, and per record kind how many were written or skipped."""
+
+    namespace: str
+    source_namespace: str
+    format_version: int
+    mode: Literal["copy", "remap", "merge"]
+    revision: int
+    revision_offset: int = 0
+    written: dict[str, int] = Field(default_factory=dict)
+    skipped: dict[str, int] = Field(default_factory=dict)

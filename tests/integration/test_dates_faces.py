@@ -190,7 +190,8 @@ def test_cli_jsonl_and_valid_at_use_the_same_parser(tmp_path: Path, memory: Memo
     assert packet["valid_at"] == "2014-01-01T00:00:00Z"
     assert [i["content"] for i in packet["items"]] == ["The CEO of Initech is Alice"]
     res = runner.invoke(app, ["recall", "who is the CEO?", "-n", namespace, "--valid-at", "1500000000"])
-    assert res.exit_code == 1 and "BAD_INPUT (valid_at)" in res.output
+    # Refused as a usage error (exit 2) before anything connects, naming the option.
+    assert res.exit_code == 2 and "--valid-at" in res.output and "timestamps" in res.output, res.output
     nothing_in_1970(memory)
 
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from api import graphiql
 from api.app import create_app
 from api.auth import KeyStore, hash_key
 from api.memory import Memory
@@ -220,9 +224,36 @@ def test_metrics_health_and_request_id(client: TestClient) -> None:
     assert "palimpsest_http_request_seconds_bucket" in text and "palimpsest_worker_lag_revisions" in text
 
 
-def test_graphiql_is_served(client: TestClient) -> None:
+def test_graphiql_page_loads_only_pinned_files_from_this_server(client: TestClient) -> None:
+    """No CDN, no undeclared globals (strawberry's page used js-cookie's `Cookies`), every file checked.
+
+    tests/browser runs the page in Chromium; this checks what it references, file by file.
+    """
     resp = client.get("/graphql", headers={"accept": "text/html"})
-    assert resp.status_code == 200 and "graphiql" in resp.text.lower()
+    assert resp.status_code == 200, f"GraphiQL's files are missing (run make install): {resp.text[:200]}"
+    page = resp.text
+    assert "http://" not in page and "https://" not in page and "unpkg" not in page
+    assert "Cookies" not in page
+    refs = re.findall(r'(?:src|href)="([^"]+)" integrity="(sha384-[^"]+)"', page)
+    assert sorted(url for url, _ in refs) == sorted(f"{graphiql.ASSET_PREFIX}/{name}" for name in graphiql.FILES)
+    for url, sri in refs:
+        asset = client.get(url)
+        assert asset.status_code == 200, url
+        assert "sha384-" + base64.b64encode(hashlib.sha384(asset.content).digest()).decode() == sri, url
+    assert 'namespace: \\"demo\\"' in page  # the README's first query opens as the first tab
+    assert client.get(f"{graphiql.ASSET_PREFIX}/.complete").status_code == 404  # only the pinned names
+    root = client.get("/", follow_redirects=False)
+    assert root.status_code == 307 and root.headers["location"] == "/graphql"
+    assert client.get("/docs").status_code == 404 and client.get("/redoc").status_code == 404  # CDN pages
+
+
+def test_neo4j_browser_style_is_served_for_remote_style_commands(client: TestClient) -> None:
+    grass = client.get("/neo4j-browser.grass", headers={"origin": "http://127.0.0.1:7474"})
+    assert grass.status_code == 200 and grass.headers["access-control-allow-origin"] == "*"
+    assert "node.Claim {\n  caption: '{content}';" in grass.text and "caption: '{name}'" in grass.text
+    preflight = client.options("/neo4j-browser.grass", headers={"origin": "http://127.0.0.1:7474",
+                                                                 "access-control-request-method": "GET"})
+    assert preflight.status_code == 204 and preflight.headers["access-control-allow-private-network"] == "true"
 
 
 def _plant_contradiction(runtime: Any, ns: str, a: str, b: str, revision: int) -> None:

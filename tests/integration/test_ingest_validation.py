@@ -18,9 +18,13 @@ BAD = [
     ({"content": "ok", "source": "s", "tau": -5}, "tau", 0),
     ({"content": "ok", "source": "s", "valid_from": "not a date"}, "valid_from", None),
     ({"content": "ok", "source": "s", "valid_from": "2026-01-01T00:00:00"}, "valid_from", None),
+    # A check across fields names the one to change, not "input".
     ({"content": "ok", "source": "s", "valid_from": "2026-02-01T00:00:00Z", "valid_to": "2026-01-01T00:00:00Z"},
-     "input", None),
-    ({"content": "ok", "source": "s", "metadata": {"blob": "y" * limits.MAX_METADATA_BYTES}}, "metadata", None),
+     "valid_to", None),
+    ({"content": "ok", "source": "s", "correction": True}, "correction", None),
+    ({"content": "   ", "source": "s"}, "content", 1),  # only whitespace: stripped, then empty
+    ({"content": "ok", "source": "s", "metadata": {"blob": "y" * limits.MAX_METADATA_BYTES}}, "metadata",
+     limits.MAX_METADATA_BYTES),
     ({"content": "ok", "source": "s", "surprise": 1}, "surprise", None),
 ]
 

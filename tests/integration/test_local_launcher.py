@@ -33,12 +33,31 @@ def test_second_instance_start_is_idempotent_and_stop_is_by_pid(tmp_path: Path) 
         again = server.start(cfg)
         assert again.pid == first.pid
         assert server.bolt_answers(cfg.bolt_uri, None)
+        _browser_connects_with_our_style(cfg)
     finally:
         stopped = server.stop(cfg)
         shutil.rmtree(cfg.instance_dir, ignore_errors=True)
     assert stopped
     assert not server.status(cfg).running
     assert server.stop(cfg) is False  # nothing of ours is left to stop
+
+
+def _browser_connects_with_our_style(cfg: server.ServerConfig) -> None:
+    """The URL `start` prints connects without a form, and the post-connect command styles the graph.
+
+    Checked here because only a server started with this launcher's neo4j.conf has that command
+    (the suite's shared server may predate it); tests/browser checks the rest against that one.
+    """
+    from tests.browser.cdp import browser_page
+
+    with browser_page() as page:
+        page.goto(cfg.browser_url)
+        text = page.wait_for("(() => { const t = document.body ? document.body.innerText : '';"
+                             " return t.includes('server auth is disabled') && t.includes('node.Claim {') ? t : '';"
+                             " })()", timeout_s=60, what="Browser to connect and run the post-connect :style")
+    assert all(f'caption: "{{{prop}}}"' in text for prop in ("content", "name", "predicate")), text
+    assert "Database access might require an authenticated connection" not in text
+    assert "we collect information on product usage" not in text  # client.allow_telemetry=false
 
 
 def test_port_taken_by_a_stranger_is_a_clear_error(tmp_path: Path) -> None:

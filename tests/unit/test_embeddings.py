@@ -28,3 +28,18 @@ def test_query_cache_returns_same_vector() -> None:
 def test_unknown_local_path_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(EmbeddingModelError, match="could not load embedding model"):
         Embedder(str(tmp_path / "no-such-model"))
+
+
+def test_a_lazy_embedder_loads_on_first_embed() -> None:
+    """What lets `history` or `check` answer without torch: nothing loads until a text is embedded."""
+    emb = Embedder(lazy=True)
+    assert not emb.loaded
+    assert (emb.model_name, emb.dimension) == ("all-MiniLM-L6-v2", 384)  # known without loading
+    assert not emb.loaded and emb.embed([]) == [] and not emb.loaded
+    assert len(emb.embed(["the server is down"])[0]) == 384 and emb.loaded
+
+
+def test_a_lazy_embedder_reports_a_bad_model_when_used(tmp_path: Path) -> None:
+    emb = Embedder(str(tmp_path / "no-such-model"), lazy=True)
+    with pytest.raises(EmbeddingModelError, match="could not load embedding model"):
+        emb.embed(["x"])

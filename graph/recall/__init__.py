@@ -1,0 +1,195 @@
+"""Recall: hybrid candidates → visibility filter → relevance × freshness → a bounded packet.
+
+The packet is a pure function of (namespace, store revision R, query vector, policy, k,
+valid_at). Everything that could make it depend on something else is pinned down here:
+
+* Visibility is evaluated at R (claims recorded after R never enter the pool), so a recall
+  "now" at revision R and an as-of recall at R later produce the same packet.
+* Freshness is measured at the reference time — `valid_at` if given, else the commit time of
+  R — never the wall clock.
+* Similarity is recomputed exactly for every candidate with `vector.similarity.cosine`,
+  whichever index found it; lexical relevance is the IDF-weighted share of query terms a claim
+  contains, with IDF taken over the candidate pool (not the corpus, which shifts as other
+  documents are written).
+* Relevance fuses the two by a convex combination of scores (policy `fusion: linear`, the
+  default) or by reciprocal rank fusion (`fusion: rrf`). Measured on benchmarks/temporal.py,
+  rank fusion throws away *how much* better a candidate matched, which is what separates one
+  subject from a near-identical other.
+* A superseded candidate lends its match to the current version of its claim_key (the
+  versions are one fact), so a query worded like an older version still finds the fact.
+* Every ordering ends in the claim id, so ties never fall back to engine order.
+
+The stages, each in its own module: `text` (terms and lexical scores), `candidates` (every
+statement recall runs), `pool` (what the index answers admit, and who lends to whom),
+`expansion` (Personalized PageRank), `ranking` (pure scoring) and `packet` (assembly).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from neo4j import Driver, ManagedTransaction
+
+from graph import gds
+from graph.facts import packet_beliefs
+from graph.inferred import inferred_successors
+from graph.recall.candidates import VERSIONS_PER_KEY, IndexAnswers, admitted_rows, claims_by_id, item_links
+from graph.recall.candidates import index_answers as _fetch  # a module global: tests count the round trips
+from graph.recall.expansion import ppr_candidates
+from graph.recall.packet import assemble
+from graph.recall.pool import (
+    Lenders,
+    Pool,
+    admit_answer,
+    inferred_lenders,
+    inferred_olds,
+    key_lenders,
+    lending_keys,
+    with_full_rows,
+)
+from graph.recall.ranking import Ranking, rank
+from graph.recall.request import PolicyChangedError, RecallRequest
+from graph.recall.rows import ClaimRow
+from graph.recall.text import (
+    STOPWORDS,
+    identifiers,
+    lexical_score,
+    lucene_query,
+    names_sibling,
+    pool_idf,
+    term_set,
+    terms,
+    weighted_lexical,
+)
+from graph.revisions import default_policy_at, policy_changes
+from schema.errors import BadInputError
+from schema.limits import MAX_CANDIDATES
+from schema.models import ContextPacket
+
+__all__ = [
+    "STOPWORDS", "TEXT_MIN_FETCH", "VERSIONS_PER_KEY", "ClaimRow", "PolicyChangedError", "Ranking", "RecallRequest",
+    "identifiers", "lexical_score", "lucene_query", "names_sibling", "pool_idf", "rank", "recall", "term_set",
+    "terms", "weighted_lexical",
+]
+
+# The text list is cut on lexical share, not BM25; it is fetched this wide so that BM25's drift
+# (its statistics span every namespace in the shared index) does not decide that cut.
+TEXT_MIN_FETCH = 200
+
+
+def recall(driver: Driver, req: RecallRequest, database: str | None = None) -> ContextPacket:
+    """The packet for `req`, read in one read transaction (so every step sees one snapshot)."""
+    try:
+        with driver.session(database=database, default_access_mode="READ") as session:
+            return session.execute_read(_recall_tx, req)
+    except BaseException:
+        # The transaction died: its in-transaction drop may not have run. Drop by name, quietly.
+        if req.projections:
+            gds.drop_quietly(driver, req.projections, database)
+        raise
+
+
+def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
+    policy, need = req.policy, req.k * req.policy.oversampling
+    # 1. Candidates: both index answers, cut to the visible ones at the revision served.
+    got, pool = _admitted_candidates(tx, req, need)
+    revision, reference = got.revision, req.valid_at or got.commit_time
+    seq = min(got.projections_seq, revision)
+    if req.projections_seq is not None:
+        seq = min(seq, req.projections_seq)
+    # 2. Full rows for what the cut admitted, with their keys' other versions.
+    admitted = admitted_rows(tx, req, sorted({*pool.rows, *pool.superseded}), lending_keys(pool),
+                             sorted(pool.superseded), revision)
+    pool = with_full_rows(pool, admitted.rows, admitted.inferred)
+    versions = [*admitted.rows, *admitted.versions]
+    # 3. Graph expansion: PPR's claims join the pool, its scores become a third list.
+    graph_scores: dict[str, float] | None = None
+    if policy.graph_expansion == "ppr" and policy.graph_weight > 0:
+        pool, graph_scores = ppr_candidates(tx, req, pool, seq, revision, reference, need)
+    # 4. Lending: hidden versions (by key, or by inferred chain) lend their match to the current one.
+    pool, lenders = key_lenders(pool, versions, revision, reference)
+    pool, lenders = _with_inferred_lenders(tx, req, pool, revision, reference, versions, lenders)
+    # 5. Ranking. Every row carries its exact cosine, PPR's additions included; six decimals, because the
+    # same text embedded in different batches differs around 1e-7 and that noise must not decide ranks.
+    similarity = {r.id: round(float(r.sim or 0.0), 6) for r in [*versions, *pool.rows.values()]}
+    ranking = rank(pool.rows.values(), similarity, req.query, policy, reference, lenders, graph_scores, limit=req.k)
+    # 6. Packet: the items' links, contradictions and beliefs as of (revision, seq), then assembly.
+    item_ids = [it.id for it in ranking.items]
+    supersedes, contradiction_rows = item_links(tx, req.namespace, item_ids, revision, seq)
+    beliefs = (packet_beliefs(tx, req.namespace, item_ids, revision, seq, policy.b)
+               if got.has_facts else ([], False))
+    return assemble(req, revision, reference, seq, pool, ranking, supersedes, contradiction_rows, beliefs)
+
+
+def _admitted_candidates(tx: ManagedTransaction, req: RecallRequest, need: int) -> tuple[IndexAnswers, Pool]:
+    """Both index answers, cut to `need` visible candidates each; fetched again, wider, until the cut
+    is whole or the index is exhausted. Also checks the policy the caller resolved (round trip 1)."""
+    policy = req.policy
+    lucene = lucene_query(req.query) if policy.text_weight > 0 else ""
+    qset = set(terms(req.query))
+    vfetch = max(need * 2, 20) if policy.vector_weight > 0 else 0
+    # BM25 scores move with every write to the shared index (any namespace), so the text list is
+    # cut on a corpus-independent order instead — share of query terms present, then id — over a
+    # fetch wide enough that the BM25 tail does not decide the cut.
+    tfetch = max(need * 2, TEXT_MIN_FETCH) if lucene else 0
+
+    def by_score(r: ClaimRow) -> tuple[float, str]:
+        return -round(float(r.score or 0.0), 6), r.id
+
+    def by_terms(r: ClaimRow) -> tuple[float, str]:
+        return -round(lexical_score(qset, r.content), 6), r.id
+
+    adapt = True
+    while True:
+        got = _fetch(tx, req, vfetch, tfetch, lucene, adapt)
+        _check_request(req, got)
+        reference = req.valid_at or got.commit_time
+        pool = Pool()
+        vfetch, tfetch = got.vfetch, got.tfetch
+        grow_v = grow_t = False
+        if vfetch > 0:
+            after = admit_answer(pool, got.vrows, got.vraw, vfetch, need, got.revision, reference, by_score)
+            grow_v, pool = after is None, after or pool
+        if tfetch > 0:
+            after = admit_answer(pool, got.trows, got.traw, tfetch, need, got.revision, reference, by_terms)
+            grow_t, pool = after is None, after or pool
+        if not (grow_v or grow_t):
+            return got, pool
+        # Rare: filtering hid more than the index share predicted (supersession, validity windows).
+        # Fetch again, wider, in one go.
+        vfetch = min(vfetch * 4, MAX_CANDIDATES) if grow_v else vfetch
+        tfetch = min(tfetch * 4, MAX_CANDIDATES) if grow_t else tfetch
+        adapt = False
+
+
+def _check_request(req: RecallRequest, got: IndexAnswers) -> None:
+    """The as-of revision must exist, and the policy must be the one the caller resolved."""
+    if req.as_of_revision is not None and not 0 <= req.as_of_revision <= got.store_revision:
+        raise BadInputError(
+            f"as_of_revision must be between 0 and the store revision {got.store_revision}",
+            field="as_of_revision", limit=got.store_revision,
+        )
+    if req.check_default:
+        default = default_policy_at(policy_changes(got.policy_revisions, got.policy_versions), got.revision)
+        if default != req.policy.version:
+            raise PolicyChangedError(req.policy.version, default)
+    if req.check_policy and got.policy_hash != req.policy_hash:
+        raise PolicyChangedError(req.policy.version)
+
+
+def _with_inferred_lenders(tx: ManagedTransaction, req: RecallRequest, pool: Pool, revision: int,
+                           reference: datetime | None, versions: list[ClaimRow],
+                           lenders: Lenders) -> tuple[Pool, Lenders]:
+    """Keyless candidates hidden by inferred supersession lend to the end of their inferred chain
+    (graph.inferred.inferred_successors); a successor that was no candidate joins the pool if it is
+    visible at R (its `matched_via` says which claim matched)."""
+    known = {r.id: r for r in versions}
+    olds = inferred_olds(pool, known)
+    if not olds:
+        return pool, lenders
+    successors = inferred_successors(tx, req.namespace, olds, revision)
+    missing = sorted({s for s in successors.values() if s not in pool.rows})
+    if missing:
+        visible = [r for r in claims_by_id(tx, req, missing, revision) if r.hidden_reason(revision, reference) is None]
+        pool = pool.with_rows(visible, revision, reference)
+    return pool, inferred_lenders(pool, successors, known, lenders)

@@ -1,0 +1,223 @@
+"""Every statement recall itself runs: the index answers, the admitted rows, claims by id, and the
+packet's links. (The entity graph's reads for PPR, inferred chains and beliefs are shared with other
+readers and live with them: graph.gds, graph.inferred, graph.facts.)
+
+Every value reaches Neo4j as a parameter; the statements are assembled only from the constant
+row projections below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from neo4j import ManagedTransaction
+
+from graph.recall.request import RecallRequest
+from graph.recall.rows import ClaimRow, rows_from
+from graph.revisions import to_py_datetime
+from schema.errors import NotFoundError
+from schema.limits import MAX_CANDIDATES
+
+# A fact is judged by its best wording among its latest versions, not all of them: a key rewritten
+# a thousand times must not pull a thousand rows into every recall that touches it.
+VERSIONS_PER_KEY = 8
+
+
+def _row_map(*entries: str) -> str:
+    return "{" + ", ".join(entries) + "}"
+
+
+# What visibility needs. Times as strings: decoding driver DateTime values is slower (rows.ClaimRow).
+_VISIBILITY = (
+    "id: node.id", "content: node.content", "claim_key: node.claim_key", "revision: node.revision",
+    "valid_from: toString(node.valid_from)", "valid_to: toString(node.valid_to)", "vis_from: node.vis_from",
+    "vis_to: node.vis_to", "vis_until: node.vis_until", "retracted_at_revision: node.retracted_at_revision",
+)
+# What cutting an index answer needs: visibility and the words. The rest of a row (source, metadata,
+# exact cosine) is fetched for the few rows the cut admits — an index answer is several times wider
+# than what survives it, and reading those properties was half the cost of a recall at 100k claims.
+_CUT_ROW = _row_map(*_VISIBILITY, "score: score")
+_FULL_ROW = _row_map(
+    *_VISIBILITY, "source: node.source", "metadata_json: node.metadata_json",
+    "recorded_at: toString(node.recorded_at)", "tau: node.tau",
+    "sim: vector.similarity.cosine(node.embedding, $vector)",
+)
+
+# Round trip 1: the store's state, the reference time, the stored hash of the policy, and both index
+# answers, each cut to the namespace and revision.
+_STATE_CYPHER = (
+    "MATCH (s:Store {namespace: $ns}) "
+    "WITH s, CASE WHEN $as_of IS NULL THEN s.revision ELSE $as_of END AS rev "
+    "OPTIONAL MATCH (cm:Commit {namespace: $ns, revision: rev}) "
+    "OPTIONAL MATCH (p:Policy {namespace: $ns, version: $policy_version}) "
+    "WITH s, rev, cm, p.content_hash AS policy_hash, EXISTS { MATCH (:Fact {namespace: $ns}) } AS has_facts, "
+    "COUNT { (:Claim) } AS indexed "
+    # The indexes are shared by every namespace, and an as-of recall can see only what existed at R:
+    # the fetch is widened by the share of index entries that can pass the filter, so that a small
+    # tenant or an old revision does not need a second, wider round trip. (Claim counts are kept on the
+    # Store and Commit nodes by every ingest; `indexed` comes from the count store.)
+    "WITH s, rev, cm.at AS at, policy_hash, has_facts, CASE WHEN NOT $adapt OR indexed = 0 THEN 1.0 "
+    "  ELSE coalesce(CASE WHEN $as_of IS NULL THEN s.claims ELSE cm.claims END, s.claims, indexed) * 1.0 / indexed "
+    "  END AS share "
+    "WITH s, rev, at, policy_hash, has_facts, [f IN [$vfetch, $tfetch] | CASE WHEN f = 0 OR share >= 1.0 THEN f "
+    "  WHEN f >= share * $max_fetch THEN $max_fetch ELSE toInteger(ceil(f / share)) END] AS sizes "
+    "WITH s, rev, at, policy_hash, has_facts, sizes[0] AS vf, sizes[1] AS tf "
+)
+_VECTOR_PART = (
+    "CALL (rev, vf) { CALL db.index.vector.queryNodes('claim_embedding', vf, $vector) YIELD node, score "
+    "RETURN count(*) AS vraw, collect(CASE WHEN node.namespace = $ns AND node.revision <= rev "
+    f"THEN {_CUT_ROW} END) AS vrows }} "
+)
+_TEXT_PART = (
+    "CALL (rev, tf) { CALL db.index.fulltext.queryNodes('claim_content', $lucene, {limit: tf}) YIELD node, score "
+    "RETURN count(*) AS traw, collect(CASE WHEN node.namespace = $ns AND node.revision <= rev "
+    f"THEN {_CUT_ROW} END) AS trows }} "
+)
+_CANDIDATE_QUERIES = {
+    (vector, text): _STATE_CYPHER
+    + (_VECTOR_PART if vector else "WITH *, 0 AS vraw, [] AS vrows ")
+    + (_TEXT_PART if text else "WITH *, 0 AS traw, [] AS trows ")
+    + "RETURN s.revision AS revision, s.projections_seq AS seq, rev, at, policy_hash, has_facts, vf, vraw, vrows, tf, "
+      "traw, trows, s.policy_revisions AS policy_revisions, s.policy_versions AS policy_versions"
+    for vector in (True, False) for text in (True, False)
+}
+
+# Round trip 2, for what the cuts admitted: full rows with exact cosines (whichever index found
+# them), the latest versions of their claim_keys, and which hidden rows an *inferred* supersession
+# (the worker's judgement, not a claim_key) hid at R — the packet counts what inference hid.
+_ADMITTED_CYPHER = (
+    "CALL () { UNWIND $ids AS id MATCH (node:Claim {namespace: $ns, id: id}) USING INDEX node:Claim(id) "
+    f"RETURN collect({_FULL_ROW}) AS rows }} "
+    "CALL () { UNWIND $keys AS k "
+    "CALL (k) { MATCH (node:Claim {namespace: $ns, claim_key: k}) WHERE node.revision <= $rev "
+    "RETURN node ORDER BY node.revision DESC, node.id LIMIT $versions_per_key } "
+    "WITH node WHERE NOT node.id IN $ids "
+    f"RETURN collect({_FULL_ROW}) AS versions }} "
+    "CALL () { UNWIND $superseded AS id MATCH (node:Claim {namespace: $ns, id: id}) USING INDEX node:Claim(id) "
+    "WHERE EXISTS { MATCH (node)<-[s:SUPERSEDES]-(:Claim) WHERE s.reason = 'inferred' AND s.revision <= $rev "
+    "AND (s.undone_at_revision IS NULL OR s.undone_at_revision > $rev) } RETURN collect(id) AS inferred } "
+    "RETURN rows, versions, inferred"
+)
+
+_BY_ID_CYPHER = (
+    "UNWIND $ids AS id MATCH (node:Claim {namespace: $ns, id: id}) USING INDEX node:Claim(id) "
+    f"WHERE node.revision <= $rev RETURN {_FULL_ROW} AS row ORDER BY node.id"
+)
+
+_LINKS_CYPHER = (
+    "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id}) USING INDEX c:Claim(id) RETURN id, "
+    "COLLECT { MATCH (c)-[s:SUPERSEDES]->(o:Claim) WHERE s.revision <= $rev "
+    "AND (s.undone_at_revision IS NULL OR s.undone_at_revision > $rev) "
+    "RETURN {rev: s.revision, old: o.id} } AS sup, "
+    "COLLECT { MATCH (c)-[r:CONTRADICTS]-(o:Claim {namespace: $ns}) WHERE r.revision <= $seq "
+    "RETURN DISTINCT {oid: o.id, content: o.content, source: o.source, key: o.claim_key, vf: o.vis_from, "
+    "vt: o.vis_to, score: r.score, method: r.method, rrev: r.revision} } AS con"
+)
+
+
+@dataclass(frozen=True)
+class IndexAnswers:
+    """Round trip 1: the store's state at the revision asked and both index answers (narrow rows)."""
+
+    store_revision: int
+    projections_seq: int
+    revision: int
+    commit_time: datetime | None
+    policy_hash: str | None
+    has_facts: bool
+    policy_revisions: Any
+    policy_versions: Any
+    vfetch: int
+    vraw: int
+    vrows: list[ClaimRow]
+    tfetch: int
+    traw: int
+    trows: list[ClaimRow]
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """Round trip 2: full rows of the admitted and lending ids, their keys' latest other versions, and
+    which of the hidden-as-superseded ids an inferred supersession hid."""
+
+    rows: list[ClaimRow]
+    versions: list[ClaimRow]
+    inferred: frozenset[str]
+
+
+@dataclass(frozen=True)
+class ContradictionRow:
+    item_id: str
+    other_id: str
+    content: str
+    source: str
+    claim_key: str | None
+    vis_from: Sequence[int]
+    vis_to: Sequence[int]
+    score: float
+    method: str
+    revision: int
+
+
+def index_answers(tx: ManagedTransaction, req: RecallRequest, vfetch: int, tfetch: int, lucene: str,
+                  adapt: bool) -> IndexAnswers:
+    """One index round trip; with `adapt` the fetch sizes are minimums, widened by the filter's pass rate."""
+    record = tx.run(
+        _CANDIDATE_QUERIES[(vfetch > 0, tfetch > 0)],
+        ns=req.namespace, as_of=req.as_of_revision, policy_version=req.policy.version,
+        vector=req.vector, vfetch=vfetch, lucene=lucene, tfetch=tfetch, adapt=adapt, max_fetch=MAX_CANDIDATES,
+    ).single()
+    if record is None:
+        raise NotFoundError(f"unknown namespace {req.namespace!r}: nothing was ever written there",
+                            field="namespace")
+    return IndexAnswers(
+        store_revision=int(record["revision"]), projections_seq=int(record["seq"] or 0), revision=int(record["rev"]),
+        commit_time=None if record["at"] is None else to_py_datetime(record["at"]),
+        policy_hash=record["policy_hash"], has_facts=bool(record["has_facts"]),
+        policy_revisions=record["policy_revisions"], policy_versions=record["policy_versions"],
+        vfetch=int(record["vf"]), vraw=int(record["vraw"]), vrows=rows_from(record["vrows"]),
+        tfetch=int(record["tf"]), traw=int(record["traw"]), trows=rows_from(record["trows"]),
+    )
+
+
+def admitted_rows(tx: ManagedTransaction, req: RecallRequest, ids: Sequence[str], keys: Sequence[str],
+                  superseded: Sequence[str], revision: int) -> Admitted:
+    record = tx.run(
+        _ADMITTED_CYPHER, ns=req.namespace, ids=list(ids), keys=list(keys), rev=revision, vector=req.vector,
+        versions_per_key=VERSIONS_PER_KEY, superseded=list(superseded),
+    ).single()
+    assert record is not None  # UNWIND … collect() always returns one row
+    return Admitted(rows_from(record["rows"]), rows_from(record["versions"]), frozenset(record["inferred"]))
+
+
+def claims_by_id(tx: ManagedTransaction, req: RecallRequest, ids: Sequence[str], revision: int) -> list[ClaimRow]:
+    """Full rows of claims recorded by `revision`, in id order (visibility is the caller's to judge)."""
+    return [ClaimRow.from_record(record["row"])
+            for record in tx.run(_BY_ID_CYPHER, ids=list(ids), ns=req.namespace, rev=revision, vector=req.vector)]
+
+
+def item_links(tx: ManagedTransaction, ns: str, ids: Sequence[str], revision: int,
+               seq: int) -> tuple[dict[str, str], list[ContradictionRow]]:
+    """In one statement: which claim each item had replaced as of the revision, and the CONTRADICTS
+    edges the projections had found by `seq` (filtered and capped by packet assembly)."""
+    if not ids:
+        return {}, []
+    supersedes: dict[str, str] = {}
+    contradictions: list[ContradictionRow] = []
+    for record in tx.run(_LINKS_CYPHER, ids=list(ids), ns=ns, rev=revision, seq=seq):
+        latest = sorted(record["sup"], key=lambda x: (-int(x["rev"]), x["old"]))
+        if latest:
+            supersedes[record["id"]] = latest[0]["old"]
+        contradictions.extend(_contradiction(record["id"], row) for row in record["con"])
+    return supersedes, contradictions
+
+
+def _contradiction(item_id: str, row: Mapping[str, Any]) -> ContradictionRow:
+    return ContradictionRow(
+        item_id=item_id, other_id=row["oid"], content=row["content"], source=row["source"], claim_key=row["key"],
+        vis_from=row["vf"], vis_to=row["vt"], score=float(row["score"]), method=str(row["method"]),
+        revision=int(row["rrev"]),
+    )

@@ -1,0 +1,47 @@
+"""Graph expansion: Personalized PageRank over the entity graph as a third candidate list."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from neo4j import ManagedTransaction
+
+from graph import gds
+from graph.recall.candidates import claims_by_id
+from graph.recall.pool import Pool
+from graph.recall.request import RecallRequest
+
+
+def ppr_candidates(tx: ManagedTransaction, req: RecallRequest, pool: Pool, seq: int, revision: int,
+                   reference: datetime | None, need: int) -> tuple[Pool, dict[str, float]]:
+    """Personalized PageRank (HippoRAG-style) as of projections_seq `seq`: the pool with the claims it
+    reached, and their scores.
+
+    Seeds: entities the query names (its canonical n-grams equal an entity's canonical name) and
+    entities mentioned by the top `ppr_seed_candidates` vector candidates. GDS 2.13 has no
+    per-seed weights, so specificity is applied by *choosing*: query-named entities first, then
+    by document frequency ascending (an entity in few claims says more than one in every claim),
+    then id; at most `ppr_seeds`. The claims PPR reaches go through the same visibility filter as
+    every other candidate. Scores are rounded by `graph.gds`; only visible claims are returned.
+    The projection's name is recorded on `req.projections` so a failed recall can drop it.
+    """
+    policy = req.policy
+    similarity = {cid: round(float(r.sim or 0.0), 6) for cid, r in pool.rows.items()}
+    top = sorted(pool.rows, key=lambda cid: (-similarity.get(cid, 0.0), cid))[: policy.ppr_seed_candidates]
+    query_ids, by_claim = gds.linked_entities(tx, req.namespace, seq, req.query_phrases, top)
+    candidate_ids = sorted({e for ids in by_claim.values() for e in ids})
+    df = gds.entity_specificity(tx, req.namespace, seq, sorted(set(query_ids) | set(candidate_ids)),
+                                policy.ppr_max_degree)
+    named = set(query_ids)
+    ordered = sorted(df, key=lambda e: (e not in named, df[e], e))
+    seeds = [e for e in ordered if df[e] > 0][: policy.ppr_seeds]
+    if not seeds:
+        return pool, {}
+    name = gds.projection_name("ppr")
+    req.projections.append(name)
+    scores = gds.personalized_pagerank(tx, req.namespace, seq, seeds, name, damping=policy.ppr_damping, limit=need,
+                                       max_degree=policy.ppr_max_degree)
+    missing = sorted(set(scores) - set(pool.rows) - set(pool.hidden))
+    if missing:
+        pool = pool.with_rows(claims_by_id(tx, req, missing, revision), revision, reference)
+    return pool, {cid: score for cid, score in scores.items() if cid in pool.rows}

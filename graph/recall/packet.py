@@ -1,0 +1,112 @@
+"""Packet assembly: the ranked items with their links, the capped edges and contradictions, the
+hidden counts, and the fingerprint. Nothing here reads Neo4j (the caller did the reads); only
+`served_at` comes from the clock, and the fingerprint leaves it out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from graph.recall.candidates import ContradictionRow
+from graph.recall.pool import Pool
+from graph.recall.ranking import Ranking, stable_round
+from graph.recall.request import RecallRequest
+from graph.visibility import current_at
+from schema.models import (
+    Belief,
+    ClaimRef,
+    Completeness,
+    ContextPacket,
+    HiddenCounts,
+    PacketContradiction,
+    PacketEdge,
+    PacketItem,
+    iso,
+    now_utc,
+)
+
+
+def linked_items(items: Sequence[PacketItem], pool: Pool, supersedes: Mapping[str, str],
+                 revision: int) -> list[PacketItem]:
+    """Each item with the claim it had replaced and where its world-time window ended, as of the revision."""
+    return [it.model_copy(update={"supersedes": supersedes.get(it.id),
+                                  "valid_until": iso(pool.rows[it.id].window_end(revision))}) for it in items]
+
+
+def edges(items: Sequence[PacketItem], supersedes: Mapping[str, str], cap: int) -> tuple[list[PacketEdge], bool]:
+    """Supersessions between two items and pairs of items from one source, in item order, at most `cap`."""
+    position = {it.id: i for i, it in enumerate(items)}
+    found: list[tuple[int, int, str, PacketEdge]] = []
+    for new, old in supersedes.items():
+        if old in position:
+            found.append((position[new], position[old], "supersedes",
+                          PacketEdge(kind="supersedes", source_id=new, target_id=old)))
+    for i, a in enumerate(items):
+        for b in items[i + 1:]:
+            if a.source == b.source:
+                found.append((i, position[b.id], "shared_source",
+                              PacketEdge(kind="shared_source", source_id=a.id, target_id=b.id, detail=a.source)))
+    found.sort(key=lambda e: (e[0], e[1], e[2]))
+    return [e[3] for e in found[:cap]], len(found) > cap
+
+
+def contradictions(rows: Sequence[ContradictionRow], ids: Sequence[str], revision: int,
+                   cap: int) -> tuple[list[PacketContradiction], bool]:
+    """CONTRADICTS edges the projections had found by `seq` whose other side was current at the revision.
+
+    An edge's `revision` is the revision of the claim whose processing found it, so it exists
+    for a packet exactly when the worker had moved past that revision.
+    """
+    in_packet = set(ids)
+    per_item: dict[str, list[PacketContradiction]] = {}
+    for r in rows:
+        if not current_at(r.vis_from, r.vis_to, revision):
+            continue
+        per_item.setdefault(r.item_id, []).append(PacketContradiction(
+            item_id=r.item_id, other=ClaimRef(id=r.other_id, content=r.content, source=r.source,
+                                              claim_key=r.claim_key),
+            score=stable_round(r.score), method=r.method, revision=r.revision,
+            other_in_packet=r.other_id in in_packet,
+        ))
+    out: list[PacketContradiction] = []
+    cut = False
+    for item_id in ids:
+        found = sorted(per_item.get(item_id, []), key=lambda c: (-c.score, c.other.id, c.method))
+        cut = cut or len(found) > cap
+        out.extend(found[:cap])
+    return out, cut
+
+
+def hidden_counts(pool: Pool, ranking: Ranking) -> HiddenCounts:
+    """What visibility hid (claims recorded after the revision are not counted), what inference hid,
+    and what the relevance floor cut."""
+    hidden = HiddenCounts()
+    for reason in pool.hidden.values():
+        if reason != "recorded_later":
+            setattr(hidden, reason, getattr(hidden, reason) + 1)
+    hidden.inferred = len(pool.inferred)
+    hidden.below_relevance = len(ranking.below_floor)
+    return hidden
+
+
+def assemble(req: RecallRequest, revision: int, reference: datetime | None, seq: int, pool: Pool,
+             ranking: Ranking, supersedes: Mapping[str, str], contradiction_rows: Sequence[ContradictionRow],
+             beliefs: tuple[list[Belief], bool]) -> ContextPacket:
+    """The packet, fingerprinted; `served_at` is the only field the fingerprint leaves out."""
+    policy = req.policy
+    items = linked_items(ranking.items, pool, supersedes, revision)
+    packet_edges, edges_cut = edges(items, supersedes, policy.d)
+    packet_contradictions, contra_cut = contradictions(contradiction_rows, [it.id for it in items], revision,
+                                                       policy.c)
+    packet = ContextPacket(
+        namespace=req.namespace, query=req.query, policy_version=policy.version, k=req.k,
+        store_revision=revision, valid_at=iso(req.valid_at), reference_time=iso(reference),
+        projections_seq=seq, items=items,
+        contradictions=packet_contradictions, edges=packet_edges, beliefs=beliefs[0],
+        completeness=Completeness(
+            items_truncated=ranking.ranked > req.k, edges_truncated=edges_cut,
+            contradictions_truncated=contra_cut, beliefs_truncated=beliefs[1], candidates_exhausted=pool.exhausted,
+        ),
+        hidden=hidden_counts(pool, ranking), served_at=iso(now_utc()) or "", fingerprint="",
+    )
+    return packet.model_copy(update={"fingerprint": packet.compute_fingerprint()})

@@ -1,0 +1,44 @@
+"""What a recall is asked (`RecallRequest`), and the one way it can ask to be asked again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from schema.models import Policy
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    namespace: str
+    query: str
+    vector: list[float]
+    policy: Policy
+    k: int
+    as_of_revision: int | None = None
+    valid_at: datetime | None = None
+    # Replay pins how far the background projections had got, so edges found later
+    # (contradictions, beliefs) do not change a packet that was served before them.
+    projections_seq: int | None = None
+    # Canonical n-grams of the query (extraction.entities.query_phrases), computed by the caller
+    # because graph never imports extraction; a pure function of `query`, so purity holds.
+    query_phrases: tuple[str, ...] = ()
+    # Set by callers that resolved the policy from a cache: the stored policy's content hash they
+    # resolved (None: not stored, the built-in default). A mismatch raises PolicyChangedError.
+    check_policy: bool = False
+    policy_hash: str | None = None
+    # Set by callers that took `policy` to be the namespace's default (no version asked): the default
+    # in effect at the revision served is checked in the same first round trip; if it is another
+    # version, PolicyChangedError carries it (`.default`) and the caller retries with that one.
+    check_default: bool = False
+    # Names of GDS projections this recall created, so `recall` can drop them if the transaction died.
+    projections: list[str] = field(default_factory=list, compare=False)
+
+
+class PolicyChangedError(Exception):
+    """The stored policy is not the one the caller resolved (dropped and re-registered): reload it.
+    With `default` set, the namespace's default at the revision served is that version instead."""
+
+    def __init__(self, version: str, default: str | None = None) -> None:
+        super().__init__(version)
+        self.default = default

@@ -1,0 +1,160 @@
+"""Text analysis for recall: the terms, identifiers and lexical scores a query and a claim share.
+
+Every function here is pure (the memoised ones cache a pure result), so a packet's lexical
+evidence depends on nothing but the texts. The contradiction heuristics in `extraction` tokenise
+with their own stopwords and stemming (they split a claim at its verb); recall's terms are tuned
+for matching and are not theirs, and `graph` does not import `extraction`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Sequence
+
+_TOKEN_RE = re.compile(r"[a-z0-9]+")
+_STOPWORD_TEXT = (
+    "a an and are as at be by can did do does for from had has have how i in is it its me my of on or our s so "
+    "that the their them then there these they this to was we were what when where which who whom why will with "
+    "you your now currently current still any about into"
+)
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+# Possessive quantifiers and the look-behind keep these linear: a name can only start where a word
+# starts, and a failed match never backtracks into the word (tokenising was a third of a recall).
+_COMPOUND_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]++(?:[-_/.\u2013\u2014][A-Za-z0-9]++)+")
+_CODE_RE = re.compile(r"(?<![a-z0-9])[a-z]++[0-9][a-z0-9]*+")
+_PART_RE = re.compile(r"[-_/.\u2013\u2014\s]+")
+_HEAD_RE = re.compile(r"[ \t]+([a-z0-9]+)")
+_NAME_RE = re.compile(r"\b[A-Z][a-z0-9]+(?:\s+[A-Z][a-z0-9]+)+")
+
+
+def _fold(tok: str) -> str:
+    if len(tok) > 3 and tok.endswith("s") and not tok.endswith("ss"):
+        return tok[:-1]
+    return tok
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased content words with a light plural fold, plus identifier terms.
+
+    Identifiers — hyphenated or dotted names (`ledger-scheduler`, `db-7`) and capitalised
+    multi-word names (`Ravi Alvarez`) — are kept whole as extra terms: they name *which* thing
+    a claim is about, and sharing one is much stronger evidence than sharing its parts.
+    """
+    return _terms_and_names(text)[0]
+
+
+def _terms_and_names(text: str) -> tuple[list[str], list[str]]:
+    lowered = text.lower()
+    words = [_fold(tok) for tok in _TOKEN_RE.findall(lowered) if tok not in STOPWORDS]
+    names, phrases = _identifier_terms(text, lowered)
+    return words + names + phrases, names
+
+
+@functools.lru_cache(maxsize=65536)
+def _analysed(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    all_terms, names = _terms_and_names(text)
+    return frozenset(all_terms), frozenset(names)
+
+
+def term_set(text: str) -> frozenset[str]:
+    """`terms` as a set, memoised: a recall scores a few hundred texts several ways, and popular
+    claims come back recall after recall; the function is pure, so caching changes nothing."""
+    return _analysed(text)[0]
+
+
+def identifiers(text: str) -> frozenset[str]:
+    """The names a text is about (identifier terms, without their head-word phrases)."""
+    return _analysed(text)[1]
+
+
+def _identifier_terms(text: str, lowered: str) -> tuple[list[str], list[str]]:
+    # Codes that start with a letter and carry a digit (q3, v2, db7) name one thing: "q3" is not
+    # "q2". Values with units (300ms, 5mg) and ordinals (99th) start with the digit and are not codes.
+    names = ["~" + code for code in _CODE_RE.findall(lowered)]
+    phrases: list[str] = []
+    for m in _COMPOUND_RE.finditer(text):
+        anchor = m.group(0).lower()
+        names.append("~" + anchor)
+        # A name's head words say *which* of its things: "Acme–Keystone reseller contract" is not
+        # "Acme–Keystone supply contract", though both share the name. Only for names (several
+        # capitalised parts, or a digit): after "long-term" the next word is just more prose.
+        following = _HEAD_RE.match(text, m.end()) if _is_name(m.group(0)) else None
+        head = following.group(1).lower() if following else ""
+        if head and head not in STOPWORDS:
+            phrases.append(f"~{anchor} {head}")
+    for m in _NAME_RE.finditer(text):
+        parts = [w for w in m.group(0).lower().split() if w not in STOPWORDS]  # "The Acme" -> "acme"
+        if len(parts) > 1:
+            names.append("~" + " ".join(parts))
+    return names, phrases
+
+
+def _is_name(compound: str) -> bool:
+    parts = [p for p in _PART_RE.split(compound) if p]
+    return sum(p[0].isupper() for p in parts) >= 2 or any(c.isdigit() for c in compound)
+
+
+@functools.lru_cache(maxsize=65536)
+def _stems(term: str) -> tuple[str, ...]:
+    # Truncated parts, so inflections of one name ("auto-renewal", "auto-renews") stay one name.
+    return tuple(p[:5] for p in _PART_RE.split(term[1:]) if p)
+
+
+def names_sibling(query_names: frozenset[str], content: str) -> bool:
+    """Does the text name a *sibling* of what the query names, and not the thing itself?
+
+    "checkout-gateway" shares a part with "checkout-scheduler", "Sterling Systems" with
+    "Sterling Holdings": a claim that names such a sibling but none of the query's names is about
+    something else, however well its other words match. Texts that name nothing are not judged.
+    """
+    if not query_names:
+        return False
+    asked = {_stems(q) for q in query_names}
+    own = {_stems(c) for c in identifiers(content)}
+    others = own - asked  # naming two things the query names is not naming a sibling
+    return any(q not in own and any(set(q) & set(c) for c in others) for q in sorted(asked))
+
+
+def lexical_score(query_terms: set[str], content: str) -> float:
+    """The unweighted share of query terms a text contains: the order the text index answer is cut on."""
+    if not query_terms:
+        return 0.0
+    return len(query_terms & term_set(content)) / len(query_terms)
+
+
+def lucene_query(text: str) -> str:
+    """Terms are [a-z0-9]+ only, so no Lucene syntax can come through from user text."""
+    return " ".join(sorted(set(_TOKEN_RE.findall(text.lower())) - STOPWORDS))
+
+
+def pool_idf(contents: Sequence[str], qterms: set[str], identifier_boost: float = 1.0) -> dict[str, float]:
+    """BM25-style IDF of the query terms over the candidate pool itself (the candidates' texts).
+
+    Corpus-wide statistics would make a packet drift as unrelated writes arrive; the pool is a
+    function of what is visible at the packet's revision, so these weights are replay-stable.
+    Within the pool a subject's name is rare and a word every candidate shares is not, which is
+    what tells "Ravi Alvarez" from "Hiroshi Alvarez". Terms no candidate contains carry no
+    evidence either way and are left out; identifier terms are weighted up by the policy.
+    """
+    n = len(contents)
+    doc_terms = [term_set(content) for content in contents]
+    idf = {}
+    for t in sorted(qterms):
+        df = sum(1 for d in doc_terms if t in d)
+        if df == 0:
+            continue
+        weight = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        idf[t] = weight * (identifier_boost if t.startswith("~") else 1.0)
+    return idf
+
+
+def weighted_lexical(idf: dict[str, float], content: str) -> float:
+    """The IDF-weighted share of the query's terms a text contains."""
+    total = sum(idf.values())
+    if total <= 0:
+        return 0.0
+    present = term_set(content)
+    return sum(w for t, w in idf.items() if t in present) / total

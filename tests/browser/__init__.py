@@ -1,0 +1,1 @@
+"""Browser tests: GraphiQL and Neo4j Browser in headless Chromium."""

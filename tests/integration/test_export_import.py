@@ -1,0 +1,195 @@
+"""Export and import against a real Neo4j: a store moved through a file answers every recall, at every
+past revision and world time, with the same fingerprint; bad files and non-empty targets write nothing.
+
+The store has what makes as-of recall hard: supersessions (corrections, a succession that closes a
+window, a backfill), a retraction, a contradiction found by the worker, an erasure, a change of the
+default policy and logged packets. Export goes through the CLI (`palimpsest export -n NS`), and the
+copy comes back through it (`palimpsest import -n NS < file`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from neo4j import Driver
+from typer.testing import CliRunner
+
+from api.cli import app
+from api.memory import Memory
+from benchmarks.export_import import content_view, reverse_ids, translate
+from graph.maintenance import drop_namespace
+from schema.errors import BadInputError, ConflictError, ErasedError
+
+pytestmark = pytest.mark.integration
+
+QUERIES = ("where does the payments service keep its data?", "can we deploy to production?",
+           "how many replicas does the checkout service run?")
+WORLD_TIMES = (None, "2021-06-01", "2023-06-01", "2025-06-01")
+
+
+def _build(mem: Memory) -> list[str]:
+    """The store; returns the fingerprints of the packets it logged."""
+    mem.ingest("The payments API keeps its data on db-7.", "runbook", claim_key="payments.db",
+               valid_from="2022-01-01")
+    mem.ingest("The payments API moved its data to db-9.", "incident-142", claim_key="payments.db",
+               valid_from="2024-01-01")  # succession: closes db-7's window at 2024
+    mem.ingest("Before 2022 the payments API kept its data on db-5.", "archive", claim_key="payments.db",
+               valid_to="2022-01-01")  # backfill
+    mem.ingest_many([
+        {"content": "Deploys to production are allowed on weekdays.", "source": "wiki", "claim_key": "deploy"},
+        {"content": "The checkout service runs 8 replicas.", "source": "capacity"},
+        {"content": "The checkout service runs 3 replicas.", "source": "dashboard"},
+    ])
+    mem.ingest("Production deploys are frozen until the end of the quarter.", "cab", claim_key="deploy")  # correction
+    mem.register_policy({"version": "test-k2", "k": 2})
+    mem.set_default_policy("test-k2")
+    broken = mem.ingest("The on-call pager for payments is broken.", "pager")
+    mem.retract(broken.id or "", "it was fixed the same day")
+    leak = mem.ingest("The deploy pipeline token is tok-SECRET-991.", "chat")
+    mem.run_projections()
+    logged = Memory(mem.rt, mem.namespace, log_packets=True)
+    fingerprints = [logged.recall(q).fingerprint for q in QUERIES]
+    mem.erase([leak.id or ""], reason="a token was pasted")
+    mem.run_projections()
+    return fingerprints
+
+
+def _recalls(mem: Memory, revision: int) -> dict[tuple[str, int, str | None], Any]:
+    return {(q, r, t): mem.recall(q, as_of_revision=r, valid_at=t)
+            for q in QUERIES for r in range(1, revision + 1) for t in WORLD_TIMES}
+
+
+def _replays(mem: Memory, fingerprints: list[str]) -> list[bool | None]:
+    """Each logged packet's replay verdict: recomputes to the same fingerprint, or not, or None (ERASED)."""
+    out: list[bool | None] = []
+    for fp in fingerprints:
+        try:
+            out.append(mem.replay(fp).matches)
+        except ErasedError:
+            out.append(None)
+    return out
+
+
+def _no_staging(driver: Driver) -> None:
+    records, _, _ = driver.execute_query("MATCH (n) WHERE n.namespace STARTS WITH '~import-' RETURN count(n) AS n")
+    assert records[0]["n"] == 0, "a failed import left its staging namespace behind"
+
+
+def test_export_then_import_answers_every_past_recall_with_the_same_fingerprint(
+        runtime: Any, namespace: str, driver: Driver, neo4j: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEO4J_URI", neo4j.uri)
+    mem = Memory(runtime, namespace)
+    logged = _build(mem)
+    revision = mem.stats().revision
+    assert mem.check().ok
+    before = _recalls(mem, revision)
+    replayed = _replays(mem, logged)
+    contradictions = {c.item_id for p in before.values() for c in p.contradictions}
+    assert contradictions, "the worker should have found the replicas contradiction"
+
+    runner = CliRunner()
+    exported = runner.invoke(app, ["export", "-n", namespace])
+    assert exported.exit_code == 0, exported.output
+    lines = exported.stdout.splitlines()
+    header = json.loads(lines[0])
+    assert header["kind"] == "header" and header["version"] == 1 and header["store_revision"] == revision
+    assert len(lines) == 2 + sum(header["counts"].values())
+    assert "SECRET-991" not in exported.stdout
+    again = list(mem.export_lines())
+    assert again[1:] == lines[1:], "the same store must export to the same records in the same order"
+    path = tmp_path / "ns.jsonl"
+    path.write_text(exported.stdout, encoding="utf-8")
+
+    # Non-empty target: refused without remap, and nothing written.
+    refused = runner.invoke(app, ["import", "-n", namespace], input=exported.stdout)
+    assert refused.exit_code == 1 and "CONFLICT" in refused.output
+    assert mem.stats().revision == revision
+
+    drop_namespace(driver, namespace)
+    _bad_files_write_nothing(Memory(runtime, namespace), lines, driver)
+
+    imported = runner.invoke(app, ["import", "-n", namespace, "--json"], input=exported.stdout)
+    assert imported.exit_code == 0, imported.output
+    result = json.loads(imported.stdout)
+    assert result["mode"] == "copy" and result["revision"] == revision
+    assert mem.check().ok
+    after = _recalls(mem, revision)
+    differ = [k for k in before if after[k].fingerprint != before[k].fingerprint]
+    assert differ == [], differ[:3]
+    assert list(mem.export_lines())[1:] == lines[1:]
+    # Logged packets came along: replay answers as in the source — ERASED for the one that held the
+    # erased claim, and the same verdict for the others.
+    assert _replays(mem, logged) == replayed and None in replayed
+
+
+def _bad_files_write_nothing(target: Memory, lines: list[str], driver: Driver) -> None:
+    header = json.loads(lines[0])
+    cases: dict[str, tuple[list[str], str]] = {
+        "wrong version": ([json.dumps(header | {"version": 99}), *lines[1:]], "line 1"),
+        "not an export": (['{"content": "a claim", "source": "x"}', *lines[1:]], "line 1"),
+        "malformed line": ([*lines[:7], "{not json", *lines[8:]], "line 8"),
+        "bad claim": ([*lines[:-1], '{"kind": "claim", "props": {"id": "x"}}'], f"line {len(lines)}"),
+        "cut short": (lines[:-3], f"line {len(lines) - 3}"),
+    }
+    for name, (bad, where) in cases.items():
+        with pytest.raises(BadInputError) as refused:
+            target.import_lines(bad)
+        assert refused.value.message.startswith(where), (name, refused.value.message)
+        assert target.settings().revision == 0, name  # nothing there
+        _no_staging(driver)
+
+
+def test_remap_gives_fresh_ids_and_merges_after_a_non_empty_namespace(runtime: Any, namespace: str,
+                                                                      driver: Driver) -> None:
+    mem = Memory(runtime, namespace)
+    _build(mem)
+    revision = mem.stats().revision
+    before = _recalls(mem, revision)
+    lines = list(mem.export_lines())
+    copy_ns, merged_ns = namespace + "-copy", namespace + "-merged"
+    try:
+        # Next to the source in one database: ids are database-wide, so a copy is refused, a remap is not.
+        copy = Memory(runtime, copy_ns)
+        with pytest.raises(ConflictError) as taken:
+            copy.import_lines(lines)
+        assert "remap" in taken.value.message
+        _no_staging(driver)
+        result = copy.import_lines(lines, remap=True)
+        assert result.mode == "remap" and result.revision == revision and not result.skipped.get("claim")
+        assert copy.check().ok
+        ours = {c.id for c, _ in copy.claims(first=100)[0]}
+        assert not ours & {c.id for c, _ in mem.claims(first=100)[0]}
+        drop_namespace(driver, namespace)  # alone with these texts, as the source was when it was measured
+        back = reverse_ids(lines, copy_ns)
+        after = _recalls(copy, revision)
+        assert all(content_view(after[k]) == content_view(before[k]) for k in before)
+        same = sum(translate(after[k], back, namespace).compute_fingerprint() == before[k].fingerprint for k in before)
+        assert same == len(before)
+
+        # Merge: appended after a namespace's own history, revisions shifted past it.
+        merged = Memory(runtime, merged_ns)
+        own = merged.ingest("The staging database is pg-2.", "wiki", claim_key="staging.db")
+        result = merged.import_lines(lines, remap=True)
+        assert result.mode == "merge" and result.revision_offset == 1 and result.revision == revision + 1
+        assert result.skipped.get("entity", 0) > 0  # derived data is re-derived by the target's worker
+        assert merged.claim(own.id or "").status == "current"
+        assert merged.recall("where does the payments service keep its data?", k=1).items[0].content == \
+            "The payments API moved its data to db-9."
+        assert merged.check().ok
+        merged.run_projections()
+        assert merged.check().ok
+        with pytest.raises(ConflictError):  # the same file twice: its ids map the same way
+            merged.import_lines(lines, remap=True)
+        clash = Memory(runtime, namespace + "-clash")
+        clash.ingest("The payments API keeps its data on db-1.", "x", claim_key="payments.db")
+        with pytest.raises(ConflictError) as keyed:
+            clash.import_lines(lines, remap=True)
+        assert "payments.db" in keyed.value.message
+        _no_staging(driver)
+    finally:
+        for ns in (copy_ns, merged_ns, namespace + "-clash"):
+            drop_namespace(driver, ns)
