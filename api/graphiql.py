@@ -18,8 +18,6 @@ anyway, the page replaces "Loading..." with the same advice instead of hanging.
 from __future__ import annotations
 
 import base64
-import contextlib
-import fcntl
 import hashlib
 import html
 import json
@@ -29,9 +27,10 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from graph.server import file_lock
 
 ASSET_PREFIX = "/graphiql-assets"
 INSTALL_HINT = "make install  (or: palimpsest graphiql-assets)"
@@ -153,18 +152,6 @@ def _npm_integrity(data: bytes) -> str:
     return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
 
 
-@contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    """Two installs at once (parallel `make` runs) take turns instead of interleaving files."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def install(directory: Path | None = None) -> Path:
     """Fetch the pinned packages with `npm pack`, check them, keep only the served files; idempotent."""
     target = directory or assets_dir()
@@ -174,7 +161,7 @@ def install(directory: Path | None = None) -> Path:
     if npm is None:
         raise AssetError("'npm' was not found on PATH: install Node.js's npm (Debian: apt-get install npm) "
                          "to fetch GraphiQL's pinned files from the npm registry")
-    with _lock(target.parent / ".install.lock"):
+    with file_lock(target.parent / ".install.lock"):
         if installed(target):
             return target
         with tempfile.TemporaryDirectory(prefix="palimpsest-graphiql-") as tmp:

@@ -569,6 +569,12 @@ def scenario_load(rt: Any, prefix: str, args: argparse.Namespace) -> dict[str, A
 
 
 # ------------------------------------------------------------------------------------------- main
+def _relative(path: Path) -> str:
+    """`path` as recorded in results: relative to the repository when inside it (no machine paths)."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else path.name
+
+
 def _table(results: dict[str, Any]) -> str:
     lines = ["| scenario | what was measured | held |", "|---|---|---|"]
     summaries: dict[str, Callable[[dict[str, Any]], str]] = {
@@ -682,7 +688,8 @@ def main(argv: list[str] | None = None) -> int:
     table = _table(results)
     print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"meta": meta, "args": {k: str(v) for k, v in vars(args).items()},
+    shown = {k: str(v) for k, v in vars(args).items()} | {"out": _relative(args.out)}
+    args.out.write_text(json.dumps({"meta": meta, "args": shown,
                                     "results": results, "table": table}, indent=2) + "\n", encoding="utf-8")
     return 0 if all(r["held"] for r in results.values()) else 1
 

@@ -36,8 +36,8 @@ from neo4j import Driver, ManagedTransaction
 from graph import entities as entity_q
 from graph import facts as facts_q
 from graph import packet_log
-from graph.revisions import Revision, bump
-from graph.store import as_datetime, restore, undo_claim
+from graph.revisions import Revision, bump, optional_datetime
+from graph.store import restore, undo_claim
 from schema.errors import BadInputError, NotFoundError
 from schema.models import EraseCandidate
 
@@ -224,7 +224,7 @@ def _carry_over(tx: ManagedTransaction, namespace: str, claim_id: str, rev: Revi
             "t.carried_at_revision = $rev",
             rows=carried, ns=namespace, rev=rev.number,
         ).consume()
-    back = [(str(r["old"]), as_datetime(r["valid_to"])) for r in rows
+    back = [(str(r["old"]), optional_datetime(r["valid_to"])) for r in rows
             if (r["by"] is None or r["by"] == r["old"]) and int(r["others"]) == 0]
     restore(tx, namespace, back, rev.number)
     return [cid for cid, _ in back]

@@ -456,23 +456,3 @@ def facts_of(driver: Driver, namespace: str, entity_ids: Sequence[str], *, inclu
     for rows in out.values():  # newest first, whatever order the rows came back in
         rows.sort(key=lambda f: (-int(f["revision"] or 0), f["id"]))
     return out
-    records, _, _ = driver.execute_query(
-        "UNWIND $ids AS eid "
-        "CALL (eid) { "
-        "  CALL (eid) { MATCH (f:Fact {namespace: $ns, subject_id: eid}) RETURN f "
-        "    UNION MATCH (f:Fact {namespace: $ns, object_id: eid}) RETURN f } "
-        "  WITH f WHERE $all OR f.status = 'current' "
-        "  RETURN f ORDER BY f.revision DESC, f.id LIMIT $first } "
-        "RETURN eid, f {.id, .subject, .subject_id, .predicate, .object, .object_id, .valid_from, .valid_to, "
-        ".recorded_at, .revision, .confidence, .status, .superseded_at_revision, .superseded_by} AS f, "
-        "COLLECT { MATCH (f)-[:SUPPORTED_BY]->(c:Claim {namespace: $ns}) RETURN c.id ORDER BY c.id } AS supported_by",
-        ids=wanted, ns=namespace, all=include_superseded, first=first, database_=database, routing_="r",
-    )
-    for r in records:
-        row = dict(r["f"])
-        for key in ("valid_from", "valid_to", "recorded_at"):
-            row[key] = iso(optional_datetime(row[key]))
-        out[r["eid"]].append(row | {"supported_by": list(r["supported_by"])})
-    for rows in out.values():  # the order of `list_facts`, whatever order the rows came back in
-        rows.sort(key=lambda f: (-int(f["revision"] or 0), f["id"]))
-    return out

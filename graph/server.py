@@ -180,8 +180,9 @@ def _pom() -> str:
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """Serialise jar resolution so two `start`s (e.g. parallel test runs) never interleave."""
+def file_lock(path: Path) -> Iterator[None]:
+    """Serialise work on a shared cache entry (jar resolution, GraphiQL's files), so two processes
+    (e.g. parallel test runs or `make` targets) take turns instead of interleaving files."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -205,7 +206,7 @@ def resolve_distribution(cfg: ServerConfig) -> Path:
     if marker.exists():
         return cfg.dist_dir
     mvn = require_tool("mvn")
-    with _file_lock(cfg.cache_dir / "resolve.lock"):
+    with file_lock(cfg.cache_dir / "resolve.lock"):
         if marker.exists():
             return cfg.dist_dir
         with tempfile.TemporaryDirectory(prefix="palimpsest-mvn-") as tmp:

@@ -19,7 +19,7 @@ from typing import Any
 from neo4j import Driver, ManagedTransaction
 
 from graph import temporal
-from graph.revisions import Revision, bump, to_py_datetime
+from graph.revisions import Revision, bump, optional_datetime, to_py_datetime
 from graph.visibility import OPEN, from_micros, micros
 from schema.errors import ConflictError, ErasedError, NotFoundError
 from schema.models import Claim, ClaimInput, IngestItemResult, RetractResult, iso
@@ -218,7 +218,7 @@ def _plan_keys(tx: ManagedTransaction, namespace: str, fresh: Sequence[PreparedC
         key, cid = r["key"], r["id"]
         live[key].append(_version(r))
         before[key][cid] = None if r["until"] is None else int(r["until"])
-        declared[key][cid] = micros(as_datetime(r["valid_to"]))
+        declared[key][cid] = micros(optional_datetime(r["valid_to"]))
         active[key].update((str(a), str(b)) for a, b in r["edges"])
     incoming: dict[str, list[temporal.Version]] = {k: [] for k in keys}
     for p in fresh:
@@ -373,7 +373,7 @@ def undo_claim(tx: ManagedTransaction, namespace: str, claim_id: str, key: str |
         "SET s.undone_at_revision = $rev, s.undone_at = $at, s.undone_reason = $why",
         ns=namespace, id=claim_id, ids=[h["id"] for h in hidden], rev=rev.number, at=rev.at, why=why,
     ).consume()
-    restore(tx, namespace, [(h["id"], as_datetime(h["valid_to"])) for h in hidden if h["id"] in restored_ids],
+    restore(tx, namespace, [(h["id"], optional_datetime(h["valid_to"])) for h in hidden if h["id"] in restored_ids],
             rev.number)
     if keep_hidden:
         tx.run(
@@ -435,8 +435,8 @@ def _still_corrected(tx: ManagedTransaction, namespace: str, retracted: str,
 
 def _version(r: Any) -> temporal.Version:
     """A claim row (id, revision, pos, valid_from, valid_to, correction) as the timeline rules see it."""
-    return temporal.Version(str(r["id"]), (int(r["revision"]), int(r["pos"])), as_datetime(r["valid_from"]),
-                            as_datetime(r["valid_to"]), bool(r["correction"]))
+    return temporal.Version(str(r["id"]), (int(r["revision"]), int(r["pos"])), optional_datetime(r["valid_from"]),
+                            optional_datetime(r["valid_to"]), bool(r["correction"]))
 
 
 def retract(driver: Driver, namespace: str, claim_id: str, reason: str,
@@ -481,6 +481,3 @@ def get_claim(driver: Driver, namespace: str, claim_id: str, default_tau: float,
         raise NotFoundError(f"no claim {claim_id!r} in namespace {namespace!r}", field="id")
     return claim_from_record(dict(found["c"]), default_tau)
 
-
-def as_datetime(value: Any) -> datetime | None:
-    return None if value is None else to_py_datetime(value)
