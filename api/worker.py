@@ -48,9 +48,9 @@ from extraction.contradiction import (
     detect_contradictions,
 )
 from extraction.supersession_llm import LlmInferenceOptions, LlmSupersessionJudge
+from graph import claim_index, gds, inferred, policies
 from graph import entities as graph_entities
 from graph import facts as graph_facts
-from graph import gds, inferred, policies
 from graph import projections as proj
 from schema.errors import NotFoundError, UnavailableError
 from schema.models import DEFAULT_POLICY, Policy
@@ -222,6 +222,9 @@ class ProjectionWorker:
         """Process batches until the namespace is caught up (or `max_batches_per_pass` is reached);
         then, with `pagerank`, refresh global PageRank if the entity graph grew enough."""
         started = time.perf_counter()
+        # A namespace that grew past exact search before its indexes could be made (or in a database
+        # migrated from shared indexes) gets them here; once made, this is one read.
+        claim_index.ensure_quietly(self.rt.driver, namespace, self._db)
         state = proj.projections_state(self.rt.driver, namespace, self._db)
         seq = state.projections_seq if state else 0
         default = state.default_policy_at(seq + 1) if state else DEFAULT_POLICY.version

@@ -46,14 +46,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from graph.claim_index import vector_hits
+
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
 DEFAULT_DATA_DIR = Path.home() / ".cache" / "palimpsest" / "instances" / "bolt-7687" / "data"
 MAX_BATCH = 1000  # schema.limits.MAX_BATCH_ITEMS
 
 # The floor: the cheapest recall this vector index can give, filtered only by namespace.
 FLOOR_CYPHER = (
-    "CALL db.index.vector.queryNodes('claim_embedding', $k, $vec) YIELD node, score "
-    "WHERE node.namespace = $ns RETURN node.id AS id"
+    "MATCH (st:Store {namespace: $ns}) " + vector_hits("st", "$vec", "$k") + "RETURN node.id AS id"
 )
 HEAP_CYPHER = "CALL dbms.queryJmx('java.lang:type=Memory') YIELD attributes RETURN attributes"
 
@@ -417,6 +418,60 @@ def fill(mem: Any, rows: list[dict[str, Any]], synthetic: SyntheticVectors | Non
             "load_before": before, "load_after": load()}
 
 
+def tenant_recall(mem: Any, embedder: Any, queries: list[str]) -> dict[str, Any]:
+    """Recall beyond embedding for one tenant (query vectors cached), and its packets' fingerprints and
+    item ids: what a neighbour's writes must not change."""
+    for q in queries:
+        embedder.embed_query(q)
+    for q in queries[:20]:
+        mem.recall(q)
+    times, packets = [], []
+    before = load()
+    for q in queries:
+        t = time.perf_counter()
+        packet = mem.recall(q)
+        times.append((time.perf_counter() - t) * 1000)
+        packets.append([packet.fingerprint, [it.id for it in packet.items]])
+    return {**summary(times), "packets": packets, "load_before": before, "load_after": load()}
+
+
+def neighbours(result: dict[str, Any], rt: Any, mem: Any, small: Any, second: Any, embedder: Any, queries: list[str],
+               rows: list[dict[str, Any]], synthetic: SyntheticVectors | None, data_dir: Path,
+               start_memory: dict[str, Any]) -> dict[str, Any]:
+    """Tenancy at scale (graph.claim_index): the small tenant after the main one grew (same packets? how
+    much slower?), then the main tenant before and after a second tenant of the same size is written."""
+    alone = result["small_tenant_alone"]
+    beside = tenant_recall(small, embedder, queries)
+    main_before = tenant_recall(mem, embedder, queries)
+    filled = fill(second, rows, synthetic)
+    main_after = tenant_recall(mem, embedder, queries)
+    memory = neo4j_memory(rt.driver, data_dir)
+    claims = sum(sum(m.stats().claims_by_status.values()) for m in (mem, second, small))
+    per_100k = {part.replace("_bytes", "_mb_per_100k_claims"):
+                round((memory[part] - start_memory[part]) / 2**20 / claims * 100_000, 1)
+                for part in ("store_bytes", "paged_bytes", "lucene_index_bytes", "tx_log_bytes")}
+
+    def same(a: dict[str, Any], b: dict[str, Any]) -> int:
+        return sum(1 for x, y in zip(a["packets"], b["packets"], strict=True) if x == y)
+
+    out = {
+        "small_tenant_claims": sum(small.stats().claims_by_status.values()),
+        "small_beside_large": {k: v for k, v in beside.items() if k != "packets"},
+        "small_p50_ratio_beside_vs_alone": round(beside["p50"] / alone["p50"], 2),
+        "small_identical_packets": f"{same(alone, beside)}/{len(queries)}",
+        "main_before_second_tenant": {k: v for k, v in main_before.items() if k != "packets"},
+        "main_after_second_tenant": {k: v for k, v in main_after.items() if k != "packets"},
+        "main_p50_ratio_after_vs_before": round(main_after["p50"] / main_before["p50"], 2),
+        "main_identical_packets": f"{same(main_before, main_after)}/{len(queries)}",
+        "second_tenant_fill": filled, "memory": memory, "all_tenants_claims": claims, "per_100k": per_100k,
+    }
+    result["small_tenant_alone"] = {k: v for k, v in alone.items() if k != "packets"}
+    print(f"tenants: small beside large p50 ×{out['small_p50_ratio_beside_vs_alone']} "
+          f"({out['small_identical_packets']} identical packets); main after a second tenant "
+          f"×{out['main_p50_ratio_after_vs_before']} ({out['main_identical_packets']} identical)", flush=True)
+    return out
+
+
 # ------------------------------------------------------------------------------------------------
 # Report
 # ------------------------------------------------------------------------------------------------
@@ -454,6 +509,21 @@ def markdown(result: dict[str, Any]) -> str:
                      f"{mem['lucene_index_mb_per_100k_claims']} / {mem['tx_log_mb_per_100k_claims']} |")
     if "ratios" in result:
         lines += ["", "scaling " + ", ".join(f"{k}: {v}" for k, v in result["ratios"].items())]
+    if "tenants" in result:
+        t, alone = result["tenants"], result["small_tenant_alone"]
+        lines += ["", "| tenants | recall p50 ms | p99 ms | ratio | identical packets |", "|---|---|---|---|---|",
+                  f"| {t['small_tenant_claims']:,}-claim tenant alone | {alone['p50']:.2f} "
+                  f"| {alone['p99']:.2f} | — | — |",
+                  f"| same, beside the {result['points'][-1]['recall_store_claims']:,}-claim tenant "
+                  f"| {t['small_beside_large']['p50']:.2f} | {t['small_beside_large']['p99']:.2f} "
+                  f"| {t['small_p50_ratio_beside_vs_alone']} | {t['small_identical_packets']} |",
+                  f"| large tenant, before a second tenant | {t['main_before_second_tenant']['p50']:.2f} "
+                  f"| {t['main_before_second_tenant']['p99']:.2f} | — | — |",
+                  f"| same, after a second {t['second_tenant_fill']['items']:,}-claim tenant "
+                  f"| {t['main_after_second_tenant']['p50']:.2f} | {t['main_after_second_tenant']['p99']:.2f} "
+                  f"| {t['main_p50_ratio_after_vs_before']} | {t['main_identical_packets']} |",
+                  "", f"all tenants {t['all_tenants_claims']:,} claims; MB per 100k claims: "
+                  + ", ".join(f"{k}: {v}" for k, v in t["per_100k"].items())]
     return "\n".join(lines)
 
 
@@ -521,6 +591,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                     help="how the store is grown between measured points: real model vectors, or real vectors "
                          "from a 2,000-claim pool nudged by seeded noise (see SyntheticVectors)")
     ap.add_argument("--namespace", default=None)
+    ap.add_argument("--namespace-prefix", default="bench-scale", help="prefix of every namespace this run writes")
+    ap.add_argument("--tenants", action="store_true",
+                    help="also measure neighbours: a 1,000-claim tenant before and after the main one grows, "
+                         "and the main tenant before and after a second tenant of the largest size is written")
+    ap.add_argument("--small-tenant-claims", type=int, default=1000)
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="Neo4j data dir, for its size")
     ap.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS_DIR)
     ap.add_argument("--no-graph", action="store_true",
@@ -553,7 +628,8 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     top = max(args.sizes)
     corpus = build_corpus(top + window * len(args.sizes), args.seed)
     queries = build_queries(args.queries, args.seed)
-    ns = args.namespace or f"bench-scale-{args.seed}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    ns = args.namespace or f"{args.namespace_prefix}-{args.seed}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    small_ns, second_ns = f"{ns}-small", f"{ns}-second"
     rt = Runtime.from_env()
     mem = Memory(rt, ns)
     embedder = rt.embedder
@@ -574,7 +650,13 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     }
     written = 0
     profiler: Any = None
+    small: Any = None
     try:
+        if args.tenants:
+            small = Memory(rt, small_ns)
+            fill(small, build_corpus(args.small_tenant_claims, args.seed + 2), synthetic)
+            result["small_tenant_alone"] = tenant_recall(small, embedder, queries)
+            print(f"small tenant alone: p50 {result['small_tenant_alone']['p50']:.1f} ms", flush=True)
         for size in args.sizes:
             need = size - written
             if need > 0:
@@ -626,6 +708,9 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
                 memory[part.replace("_bytes", "_mb_per_100k_claims")] = round(grown / 2**20 / written * 100_000, 1)
             point["memory"] = memory
             result["points"].append(point)
+        if args.tenants:
+            result["tenants"] = neighbours(result, rt, mem, small, Memory(rt, second_ns), embedder, queries,
+                                           corpus[:top], synthetic, args.data_dir, start_memory)
         if len(result["points"]) >= 2:
             lo, hi = result["points"][0], result["points"][-1]
             growth = hi["recall_store_claims"] / lo["recall_store_claims"]
@@ -649,7 +734,8 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
         print(markdown(result))
     finally:
         if not args.keep:
-            drop_namespace(rt.driver, ns)
+            for name in (ns, small_ns, second_ns):
+                drop_namespace(rt.driver, name)
         rt.close()
     return result
 

@@ -18,7 +18,7 @@ Why it is built this way:
   ingest results say which claim id was current after every store revision, which is the ground truth for
   both the "now" check and the as-of check; nothing is hard-coded.
 * **Same process, same data, same Neo4j for both systems.** The plain-RAG baseline is top-k cosine over the
-  very same `claim_embedding` vector index, filtered only by namespace (no supersession, no status). So the
+  very same vector search of the namespace's claims (graph.claim_index; no supersession, no status). So the
   only difference measured is what Palimpsest adds on top of the index.
 * **Latency is comparable work.** Both systems embed the query on every call (Palimpsest's per-process
   query-embedding cache is bypassed here, since the baseline has none and each query would otherwise be
@@ -61,12 +61,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+from graph.claim_index import vector_hits
+
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
 MAX_BATCH = 1000  # schema.limits.MAX_BATCH_ITEMS; repeated so the corpus code needs no Palimpsest import
 
 BASELINE_CYPHER = (
-    "CALL db.index.vector.queryNodes('claim_embedding', $n, $vec) YIELD node, score "
-    "WHERE node.namespace = $ns "
+    # The namespace's own claims only, as recall searches them (graph.claim_index).
+    "MATCH (st:Store {namespace: $ns}) " + vector_hits("st", "$vec", "$n") + "WITH node, score "
     "RETURN node.id AS id, node.content AS content, node.claim_key AS claim_key, score "
     "ORDER BY score DESC, node.id LIMIT $k"
 )

@@ -31,21 +31,21 @@ too; it also counts retrieval misses against another question.
 Systems, all in this run, on the same namespaces and the same Neo4j indexes:
 
 * **Palimpsest** — `Memory.recall(question, k, valid_at=…/as_of_revision=…)`, default policy.
-* **plain RAG** — benchmarks.temporal's baseline: vector top-k over `claim_embedding`, filtered by
-  namespace only. It takes no time argument, so one answer per question serves every instant.
+* **plain RAG** — benchmarks.temporal's baseline: vector top-k over the namespace's
+  claims (graph.claim_index). It takes no time argument, so one answer per question serves every instant.
 * **newest per key** — vector top-N, keep claims recorded by the revision asked (latest, or the past
   revision), then only the most recently *written* claim per `claim_key`, top-k. It ignores world
   time and fails backfills by design (the backfilled prev is the newest write). On the windows
   namespace there are no keys, so it is plain RAG with the revision filter.
-* **hybrid RRF** — BM25 (`claim_content` full-text index, the query's terms) and vector top-N fused
+* **hybrid RRF** — BM25 (the namespace's full-text index, the query's terms) and vector top-N fused
   by reciprocal rank (k = 60), namespace filter, then the as-of filters a careful engineer would add
   from stored properties alone: recorded by the revision asked, and the *stated* window
   (`valid_from` ≤ T < `valid_to`, missing bounds open; T = the instant asked, or now), top-k. It does
   not derive windows from a key's later versions: that is exactly what the windows namespace states
   and the keyed namespaces leave to the memory.
 
-The controls fetch N = 10·k per index, widened by the share of the shared index that belongs to the
-namespace (other namespaces live in the same Neo4j), as Palimpsest's own recall does; the fused or
+The controls fetch N = 10·k per index from the namespace's own search (graph.claim_index, as
+Palimpsest's recall does, so other namespaces in the same Neo4j do not reach them); the fused or
 filtered list is cut to k afterwards. Their candidates are fetched once per question in the timed
 "now" pass and re-filtered for the other instants and the past revision (the filters run after the
 index call either way, so this gives the same lists as one query per instant).
@@ -102,6 +102,8 @@ from benchmarks.temporal import (
     _write,
     percentile,
 )
+from graph import claim_index
+from graph.claim_index import vector_hits
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "situatedqa_temporal"
 SOURCE = "situatedqa"
@@ -115,12 +117,16 @@ RESULT_PREFIX = "temporal-world"
 # strings so they compare without driver conversions.
 _MAP = ("{id: node.id, claim_key: node.claim_key, revision: node.revision, valid_from: toString(node.valid_from), "
         "valid_to: toString(node.valid_to), score: score}")
+# The namespace's own claims only (graph.claim_index); the text part needs the namespace's own fulltext
+# index, which `claim_index.ensure(…, minimum=0)` creates before the queries.
 _VECTOR_PART = (
-    "CALL () { CALL db.index.vector.queryNodes('claim_embedding', $nv, $vec) YIELD node, score "
-    "RETURN count(*) AS vraw, collect(CASE WHEN node.namespace = $ns THEN " + _MAP + " END) AS vrows } "
+    "MATCH (st:Store {namespace: $ns}) "
+    "CALL (st) { " + vector_hits("st", "$vec", "$nv")
+    + "RETURN count(*) AS vraw, collect(CASE WHEN node.namespace = $ns THEN " + _MAP + " END) AS vrows } "
 )
 _TEXT_PART = (
-    "CALL () { CALL db.index.fulltext.queryNodes('claim_content', $lucene, {limit: $nt}) YIELD node, score "
+    "CALL (st) { CALL db.index.fulltext.queryNodes('claim_text_' + st.claim_indexes, $lucene, {limit: $nt}) "
+    "YIELD node, score "
     "RETURN count(*) AS traw, collect(CASE WHEN node.namespace = $ns THEN " + _MAP + " END) AS trows } "
 )
 VECTOR_CYPHER = _VECTOR_PART + "RETURN vraw, vrows, 0 AS traw, [] AS trows"
@@ -356,26 +362,11 @@ def hybrid_select(fused: Sequence[dict[str, Any]], k: int, revision: int | None,
     return [str(r["id"]) for r in fused if _recorded_by(r, revision) and _window_holds(r, instant)][:k]
 
 
-def fetch_size(rt: Any, ns: str, base: int) -> tuple[int, float]:
-    """`base` widened by the share of the shared index that is this namespace's (capped like recall's)."""
-    from schema.limits import MAX_CANDIDATES
-
-    records, _, _ = rt.driver.execute_query(
-        "MATCH (c:Claim {namespace: $ns}) WITH count(c) AS mine RETURN mine, COUNT { (:Claim) } AS total",
-        ns=ns, database_=rt.settings.database)
-    mine, total = int(records[0]["mine"]), int(records[0]["total"])
-    share = mine / total if total else 1.0
-    if share <= 0:
-        return base, share
-    return min(MAX_CANDIDATES, max(base, math.ceil(base / share))), share
-
-
 def fetch_candidates(rt: Any, ns: str, vec: list[float], lucene: str, n: int, need: int,
                      text: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
-    """The vector (and, with `text`, BM25) answer cut to `ns`; each list fetched `n` wide, then ×4 while it
-    holds fewer than `need` rows of the namespace and the index had more (the index is shared by every
-    namespace, and a tie at the cut must not decide which namespace's copy gets in). Returns both
-    lists and how many round trips it took."""
+    """The namespace's vector (and, with `text`, BM25) answer; each list fetched `n` wide, then ×4 while it
+    holds fewer than `need` rows and the search had more. Returns both lists and how many round trips
+    it took."""
     from schema.limits import MAX_CANDIDATES
 
     use_text = text and bool(lucene)
@@ -570,7 +561,9 @@ def _measure(args: argparse.Namespace, data: Data, rt: Any, fresh_rt: Any, names
     for arm in ARMS:
         writes[arm] = _ingest(mems[arm], timelines, arm, args.seed)
     timings["ingest_s"] = time.perf_counter() - t0
-    fetch = {arm: fetch_size(rt, ns, 10 * k) for arm, ns in namespaces.items()}
+    for ns in namespaces.values():
+        claim_index.ensure(rt.driver, ns, rt.settings.database, minimum=0)  # the BM25 control's own index
+    fetch = {arm: (10 * k, 1.0) for arm in namespaces}
 
     trips: dict[str, list[int]] = {name: [] for name in SYSTEMS if name != "palimpsest"}
 
@@ -757,7 +750,7 @@ def _measure(args: argparse.Namespace, data: Data, rt: Any, fresh_rt: Any, names
         "parameters": {
             "data": _shown(args.situatedqa), "split": args.split, "limit": args.limit, "k": k, "seed": args.seed,
             "namespaces": namespaces, "rrf_k": RRF_K, "source": SOURCE,
-            "control_fetch": {arm: {"n": n, "namespace_share_of_index": round(s, 6)} for arm, (n, s) in fetch.items()},
+            "control_fetch": {arm: {"n": n} for arm, (n, _) in fetch.items()},
             "control_min_rows_per_list": 10 * k,
             "control_round_trips": {name: {"calls": len(v), "widened": sum(1 for x in v if x > 1), "max": max(v)}
                                     for name, v in trips.items() if v},

@@ -23,6 +23,7 @@ from typing import Any
 
 from neo4j import Driver, ManagedTransaction
 
+from graph.claim_index import text_hits
 from schema.errors import BadInputError, NotFoundError
 
 _LUCENE_SAFE = re.compile(r"[^\W_]+")  # canonical tokens: letters and digits, no query syntax
@@ -98,17 +99,16 @@ def claims_naming(driver: Driver, namespace: str, phrases: Sequence[str], max_re
                   database: str | None = None) -> list[tuple[str, str]]:
     """Older claims (revision ≤ max_revision) of the namespace whose text may contain one of the
     phrases (canonical names), via the fulltext index (`candidates_query`): candidates only — the
-    caller verifies with its matcher. No limit: the index is shared by every namespace, and a
-    limit applied before the namespace filter made the links depend on what else the database
-    held; each name is looked up once, when it is introduced, so the total work is bounded by the
-    number of links it makes."""
+    caller verifies with its matcher. No limit: a cut on BM25 order would make the links depend on
+    the index's statistics rather than on the texts; each name is looked up once, when it is
+    introduced, so the total work is bounded by the number of links it makes."""
     queries = sorted({q for q in (candidates_query(p) for p in phrases if p) if q})
     if not queries or max_revision <= 0:
         return []
     records, _, _ = driver.execute_query(
-        "UNWIND $queries AS q "
-        "CALL (q) { CALL db.index.fulltext.queryNodes('claim_content', q) "
-        "  YIELD node WITH node WHERE node.namespace = $ns AND node.revision <= $rev RETURN node } "
+        "MATCH (st:Store {namespace: $ns}) UNWIND $queries AS q "
+        f"CALL (st, q) {{ {text_hits('st', 'q', None, ('q',))}"
+        "  WITH node WHERE node.namespace = $ns AND node.revision <= $rev RETURN node } "
         "RETURN DISTINCT node.id AS id, node.content AS content ORDER BY id",
         queries=queries, ns=namespace, rev=max_revision, database_=database, routing_="r",
     )

@@ -71,6 +71,7 @@ def export_records(driver: Driver, namespace: str, *, embedding_model: str, embe
             counted = tx.run(_COUNTS, ns=namespace).single(strict=True)
             counts = {str(k): int(v) for k, v in counted.data().items()}
             props = dict(store["p"])
+            props.pop("claim_indexes", None)  # which indexes exist is the database's, not the store's
             yield {"kind": "header", "format": fmt.FORMAT, "version": fmt.VERSION, "namespace": namespace,
                    "store_revision": int(props["revision"]), "projections_seq": int(props.get("projections_seq") or 0),
                    "exported_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),

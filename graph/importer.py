@@ -37,7 +37,9 @@ from typing import Any, Literal
 from neo4j import Driver, ManagedTransaction
 from neo4j.exceptions import ConstraintError
 
+from graph import claim_index
 from graph import export_format as fmt
+from graph.claim_index import namespace_label
 from graph.errors import driver_errors
 from graph.maintenance import NAMESPACED_LABELS, drop_namespace
 from graph.store import vector_text
@@ -127,6 +129,9 @@ class _Importer:
         props = fmt.decode_props(record.get("props"), line)
         if not isinstance(props.get("revision"), int):
             raise fmt.FormatError(line, "the store record has no integer 'revision'")
+        # Which indexes the source had is a fact of the source database (graph.claim_index): the
+        # target gets its own when the import is in.
+        props.pop("claim_indexes", None)
         self.store = props
 
     def _take_node(self, kind: str, record: dict[str, Any], line: int) -> None:
@@ -340,6 +345,8 @@ def _switch_in(tx: ManagedTransaction, plan: _Plan, store: dict[str, Any], sourc
                             field="namespace")
     else:
         tx.run("CREATE (s:Store) SET s = $props, s.namespace = $ns", props=store, ns=plan.target).consume()
+    tx.run("MATCH (n:Claim {namespace: $staging}) SET n:$($label)", staging=plan.staging,
+           label=namespace_label(plan.target)).consume()
     for label in fmt.LABELS.values():  # our constants
         tx.run(f"MATCH (n:{label} {{namespace: $staging}}) SET n.namespace = $ns",
                staging=plan.staging, ns=plan.target).consume()
@@ -414,6 +421,7 @@ def import_records(driver: Driver, namespace: str, lines: Iterable[str], *, rema
         with contextlib.suppress(Exception):  # never hide why the import failed behind a failed cleanup
             drop_namespace(driver, plan.staging, database=database)
         raise
+    claim_index.ensure_quietly(driver, namespace, database)
     return ImportResult(namespace=namespace, source_namespace=plan.source, format_version=fmt.VERSION, mode=mode,
                         revision=revision, revision_offset=plan.offset, written=dict(sorted(importer.written.items())),
                         skipped=dict(sorted(importer.skipped.items())))

@@ -33,6 +33,7 @@ from typing import Any
 
 from neo4j import Driver, ManagedTransaction
 
+from graph.claim_index import text_hits, vector_hits
 from graph.revisions import bump, optional_datetime
 from graph.similarity import cosine_from_index
 from graph.visibility import OPEN, current_at, windows_overlap
@@ -148,18 +149,19 @@ _ADMISSIBLE = ("c.id <> n.id AND c.status = 'current' AND c.claim_key IS NULL "
 
 def _neighbours(tx: ManagedTransaction, ns: str, sid: str, floor: float, limit: int,
                 phrases: Sequence[str]) -> list[tuple[dict[str, Any], float]]:
-    """Rows of the subject's vector neighbours (growing the fetch past other namespaces' claims, as
-    graph.projections does) and of the fulltext hits for its names, admissible by write order and
-    status, with cosine ≥ `floor`; best first, at most a few times `limit` (visibility is checked
-    by the caller)."""
+    """Rows of the subject's vector neighbours in its namespace (graph.claim_index; the fetch grows
+    past inadmissible ones, as graph.projections does) and of the fulltext hits for its names,
+    admissible by write order and status, with cosine ≥ `floor`; best first, at most a few times
+    `limit` (visibility is checked by the caller)."""
     threshold = (1.0 + floor) / 2.0
     want = limit * 4
     fetch = max(limit * 8, 50)
     rows: dict[str, tuple[dict[str, Any], float]] = {}
     while True:
         record = tx.run(
-            "MATCH (n:Claim {namespace: $ns, id: $id}) "
-            "CALL db.index.vector.queryNodes('claim_embedding', $fetch, n.embedding) YIELD node, score "
+            "MATCH (st:Store {namespace: $ns}) MATCH (n:Claim {namespace: $ns, id: $id}) "
+            + vector_hits("st", "n.embedding", "$fetch", ("n",)) +
+            "WITH n, node, score "
             "WITH n, count(*) AS raw, min(score) AS lowest, collect({c: node, score: score}) AS hits "
             "UNWIND hits AS h WITH n, raw, lowest, h.c AS c, h.score AS score "
             f"WHERE c.namespace = $ns AND score >= $threshold AND {_ADMISSIBLE} "
@@ -177,10 +179,9 @@ def _neighbours(tx: ManagedTransaction, ns: str, sid: str, floor: float, limit: 
     queries = sorted({q for q in (_lucene(p) for p in phrases[:4]) if q})
     if queries:
         for r in tx.run(
-            "MATCH (n:Claim {namespace: $ns, id: $id}) "
+            "MATCH (st:Store {namespace: $ns}) MATCH (n:Claim {namespace: $ns, id: $id}) "
             "UNWIND $queries AS q "
-            "CALL (q) { CALL db.index.fulltext.queryNodes('claim_content', q, {limit: $flimit}) YIELD node "
-            "  RETURN node } "
+            + text_hits("st", "q", "$flimit", ("q",)) +
             "WITH DISTINCT n, node AS c "
             f"WHERE c.namespace = $ns AND {_ADMISSIBLE} "
             "WITH n, c, vector.similarity.cosine(n.embedding, c.embedding) AS score WHERE score >= $threshold "

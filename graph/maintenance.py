@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from neo4j import Driver
 
-from graph import policies
+from graph import claim_index, policies
 
 NAMESPACED_LABELS = ("Claim", "ErasedClaim", "Entity", "Fact", "Store", "Policy", "Commit", "PacketLog")
 
@@ -21,5 +21,6 @@ def drop_namespace(driver: Driver, namespace: str, *, chunk: int = 5000, databas
             removed += count
             if count == 0:
                 break
+    claim_index.drop(driver, namespace, database)
     policies.forget_namespace(namespace)
     return removed

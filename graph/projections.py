@@ -34,6 +34,7 @@ from typing import Any
 
 from neo4j import Driver, ManagedTransaction
 
+from graph.claim_index import vector_hits
 from graph.entities import EntityBatch, write_entity_batch
 from graph.facts import FactWrite, write_fact_batch
 from graph.inferred import InferredWrite, write_inferred
@@ -269,9 +270,10 @@ def _candidates(tx: ManagedTransaction, ns: str, subjects: list[Subject], min_co
 
 def _vector_neighbours(tx: ManagedTransaction, ns: str, s: Subject, min_cos: float, cap: int,
                        admissible: Callable[[dict[str, Any]], bool]) -> list[tuple[dict[str, Any], float]]:
-    """Neighbours above the threshold, growing the index fetch past other namespaces' claims.
+    """Neighbours above the threshold in the namespace (graph.claim_index), growing the fetch past
+    inadmissible ones (later writes, other statuses).
 
-    The index is shared by all namespaces and returns nodes best first, so the fetch stops as
+    The search returns nodes best first, so the fetch stops as
     soon as its weakest hit is below the threshold, it returned fewer than asked, or enough
     admissible neighbours were found.
     """
@@ -279,8 +281,8 @@ def _vector_neighbours(tx: ManagedTransaction, ns: str, s: Subject, min_cos: flo
     fetch = max(cap * 4, 40)
     while True:
         record = tx.run(
-            "MATCH (s:Claim {namespace: $ns, id: $id}) "
-            "CALL db.index.vector.queryNodes('claim_embedding', $fetch, s.embedding) YIELD node, score "
+            "MATCH (st:Store {namespace: $ns}) MATCH (s:Claim {namespace: $ns, id: $id}) "
+            + vector_hits("st", "s.embedding", "$fetch", ("s",)) +
             "WITH count(*) AS raw, min(score) AS lowest, "
             f"collect(CASE WHEN node.namespace = $ns AND score >= $threshold THEN {{row: {_NODE}, score: score}} END) "
             "AS hits RETURN raw, lowest, hits",

@@ -36,7 +36,7 @@ class Revision:
 
 def bump(tx: ManagedTransaction, namespace: str, kind: str, items: int, claims: int = 0) -> Revision:
     """`claims`: how many claims this write adds. The Store and each Commit keep the running count, so
-    recall can size its index fetches by the namespace's share of the shared indexes, now or at R."""
+    an as-of recall can size its index fetches by the share of the namespace's claims that existed at R."""
     record = tx.run(_BUMP, ns=namespace, kind=kind, items=items, claims=claims).single(strict=True)
     return Revision(int(record["revision"]), to_py_datetime(record["at"]))
 

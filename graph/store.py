@@ -18,7 +18,8 @@ from typing import Any
 
 from neo4j import Driver, ManagedTransaction
 
-from graph import temporal
+from graph import claim_index, temporal
+from graph.claim_index import namespace_label
 from graph.revisions import Revision, bump, optional_datetime, to_py_datetime
 from graph.visibility import OPEN, from_micros, micros
 from schema.errors import ConflictError, ErasedError, NotFoundError
@@ -153,14 +154,14 @@ def _write_batch(tx: ManagedTransaction, namespace: str, items: Sequence[Prepare
     plans = _plan_keys(tx, namespace, fresh, rev.number)
     ends = {cid: until for st in plans.values() for cid, until in st.plan.ends.items()}
     tx.run(
-        "UNWIND $rows AS row CREATE (c:Claim) SET c = row.props, c.revision = $rev, c.recorded_at = $at, "
+        "UNWIND $rows AS row CREATE (c:Claim) SET c = row.props, c:$($label), c.revision = $rev, c.recorded_at = $at, "
         "c.status = 'current', c.vis_from = [$rev], c.vis_to = [$open], c.vis_until = [row.until], "
         "c.valid_until = row.valid_until "
         "WITH c, row CALL db.create.setNodeVectorProperty(c, 'embedding', "
         "[x IN split(row.embedding, ',') | toFloat(x)])",
         rows=[{"props": _props(p, namespace), "embedding": vector_text(p.embedding),
                **_until_row(ends.get(p.id, micros(p.claim.valid_to)))} for p in fresh],
-        rev=rev.number, at=rev.at, open=OPEN,
+        rev=rev.number, at=rev.at, open=OPEN, label=namespace_label(namespace),
     ).consume()
     if len(fresh) != len(items):
         # The bump counted every item; idempotent replays are not new claims (rare: one more statement).
@@ -315,9 +316,14 @@ def write_claims(driver: Driver, namespace: str, items: Sequence[PreparedClaim],
         return []
     with driver.session(database=database) as session:
         try:
-            return session.execute_write(_write_batch, namespace, items)
+            written = session.execute_write(_write_batch, namespace, items)
         except _NothingToWrite as replay:
             return replay.results
+    # After the commit: a namespace that has just reached the exact-search limit gets its own indexes
+    # (a no-op, one read, for every other write). The write stands either way: a failure here leaves
+    # the namespace on exact search, and the next write or the worker's next pass tries again.
+    claim_index.ensure_quietly(driver, namespace, database)
+    return written
 
 
 def _retract(tx: ManagedTransaction, namespace: str, claim_id: str, reason: str) -> RetractResult:

@@ -15,6 +15,7 @@ from typing import Any
 
 from neo4j import ManagedTransaction
 
+from graph.claim_index import text_hits, vector_hits
 from graph.recall.request import RecallRequest
 from graph.recall.rows import ClaimRow, rows_from
 from graph.revisions import to_py_datetime
@@ -47,34 +48,37 @@ _FULL_ROW = _row_map(
 )
 
 # Round trip 1: the store's state, the reference time, the stored hash of the policy, and both index
-# answers, each cut to the namespace and revision.
+# answers, each cut to the revision. Each namespace searches only its own claims (graph.claim_index):
+# exactly while it is small, in its own indexes after, so no other namespace's writes reach a packet.
 _STATE_CYPHER = (
     "MATCH (s:Store {namespace: $ns}) "
     "WITH s, CASE WHEN $as_of IS NULL THEN s.revision ELSE $as_of END AS rev "
     "OPTIONAL MATCH (cm:Commit {namespace: $ns, revision: rev}) "
     "OPTIONAL MATCH (p:Policy {namespace: $ns, version: $policy_version}) "
-    "WITH s, rev, cm, p.content_hash AS policy_hash, EXISTS { MATCH (:Fact {namespace: $ns}) } AS has_facts, "
-    "COUNT { (:Claim) } AS indexed "
-    # The indexes are shared by every namespace, and an as-of recall can see only what existed at R:
-    # the fetch is widened by the share of index entries that can pass the filter, so that a small
-    # tenant or an old revision does not need a second, wider round trip. (Claim counts are kept on the
-    # Store and Commit nodes by every ingest; `indexed` comes from the count store.)
-    "WITH s, rev, cm.at AS at, policy_hash, has_facts, CASE WHEN NOT $adapt OR indexed = 0 THEN 1.0 "
-    "  ELSE coalesce(CASE WHEN $as_of IS NULL THEN s.claims ELSE cm.claims END, s.claims, indexed) * 1.0 / indexed "
-    "  END AS share "
+    "WITH s, rev, cm, p.content_hash AS policy_hash, EXISTS { MATCH (:Fact {namespace: $ns}) } AS has_facts "
+    # An as-of recall can see only what existed at R: the fetch is widened by the share of the
+    # namespace's claims that existed then, so that an old revision does not need a second, wider
+    # round trip. (Claim counts are kept on the Store and Commit nodes by every ingest.)
+    "WITH s, rev, cm.at AS at, policy_hash, has_facts, CASE WHEN NOT $adapt OR $as_of IS NULL "
+    "  OR coalesce(s.claims, 0) = 0 THEN 1.0 ELSE coalesce(cm.claims, s.claims) * 1.0 / s.claims END AS share "
     "WITH s, rev, at, policy_hash, has_facts, [f IN [$vfetch, $tfetch] | CASE WHEN f = 0 OR share >= 1.0 THEN f "
     "  WHEN f >= share * $max_fetch THEN $max_fetch ELSE toInteger(ceil(f / share)) END] AS sizes "
     "WITH s, rev, at, policy_hash, has_facts, sizes[0] AS vf, sizes[1] AS tf "
 )
 _VECTOR_PART = (
-    "CALL (rev, vf) { CALL db.index.vector.queryNodes('claim_embedding', vf, $vector) YIELD node, score "
-    "RETURN count(*) AS vraw, collect(CASE WHEN node.namespace = $ns AND node.revision <= rev "
-    f"THEN {_CUT_ROW} END) AS vrows }} "
+    f"CALL (s, rev, vf) {{ {vector_hits('s', '$vector', 'vf', ('vf',))}"
+    f"RETURN count(*) AS vraw, collect(CASE WHEN node.revision <= rev THEN {_CUT_ROW} END) AS vrows }} "
 )
+# Without an index of its own, a namespace's text answer is its claims containing a query term as a word
+# (what the fulltext analyzer would match), most terms first; with one, the index's answer.
 _TEXT_PART = (
-    "CALL (rev, tf) { CALL db.index.fulltext.queryNodes('claim_content', $lucene, {limit: tf}) YIELD node, score "
-    "RETURN count(*) AS traw, collect(CASE WHEN node.namespace = $ns AND node.revision <= rev "
-    f"THEN {_CUT_ROW} END) AS trows }} "
+    f"CALL (s, rev, tf) {{ {text_hits('s', '$lucene', 'tf', ('tf',))}"
+    "WITH tf, node, score, CASE WHEN score IS NOT NULL THEN 1 "
+    "  ELSE size([t IN $tokens WHERE node.content =~ ('(?is).*\\\\b' + t + '\\\\b.*')]) END AS hits "
+    "WHERE hits > 0 AND (score IS NOT NULL OR node.revision <= rev) "
+    "WITH tf, node, score ORDER BY hits DESC, node.id WITH tf, collect([node, score]) AS ranked "
+    "UNWIND ranked[..tf] AS hit WITH hit[0] AS node, hit[1] AS score "
+    f"RETURN count(*) AS traw, collect(CASE WHEN node.revision <= rev THEN {_CUT_ROW} END) AS trows }} "
 )
 _CANDIDATE_QUERIES = {
     (vector, text): _STATE_CYPHER
@@ -168,7 +172,8 @@ def index_answers(tx: ManagedTransaction, req: RecallRequest, vfetch: int, tfetc
     record = tx.run(
         _CANDIDATE_QUERIES[(vfetch > 0, tfetch > 0)],
         ns=req.namespace, as_of=req.as_of_revision, policy_version=req.policy.version,
-        vector=req.vector, vfetch=vfetch, lucene=lucene, tfetch=tfetch, adapt=adapt, max_fetch=MAX_CANDIDATES,
+        vector=req.vector, vfetch=vfetch, lucene=lucene, tokens=lucene.split(), tfetch=tfetch, adapt=adapt,
+        max_fetch=MAX_CANDIDATES,
     ).single()
     if record is None:
         raise NotFoundError(f"unknown namespace {req.namespace!r}: nothing was ever written there",

@@ -20,7 +20,7 @@ from neo4j import Driver
 from api.app import create_app
 from api.auth import KeyStore, hash_key
 from api.memory import Memory
-from graph import inferred
+from graph import claim_index, inferred
 from graph.check import TOMBSTONE_FIELDS
 from graph.entities import EntityBatch, write_entity_batch
 from graph.facts import FactWrite, write_fact_batch
@@ -113,6 +113,7 @@ def test_erase_leaves_no_text_or_vector_and_restores_what_it_superseded(runtime:
     assert contradictions[0]["n"] >= 1, "the worker should have found the contradiction"
     vector = _embedding(driver, secret.id or "")
     assert _text_anywhere(driver, namespace, "quizzical") and _vector_anywhere(driver, namespace, vector)
+    assert claim_index.ensure(driver, namespace, minimum=0)  # its own indexes, as a large namespace has
     before = _revision(mem)
 
     result = mem.erase([secret.id or ""], reason="leaked secret")
@@ -124,13 +125,15 @@ def test_erase_leaves_no_text_or_vector_and_restores_what_it_superseded(runtime:
     assert _text_anywhere(driver, namespace, "quizzical") == []
     assert _text_anywhere(driver, namespace, "4417-") == []
     assert _vector_anywhere(driver, namespace, vector) == []
-    # Nor in the shared indexes, asked directly with the claim's own vector and words.
+    # Nor in the namespace's own indexes (made before the erase), asked directly with its vector and words.
+    suffix = claim_index.index_suffix(namespace)
     hits, _, _ = driver.execute_query(
-        "CALL db.index.vector.queryNodes('claim_embedding', 200, $v) YIELD node, score "
-        "RETURN node.id AS id, node.namespace AS ns, score", v=vector)
-    assert secret.id not in {h["id"] for h in hits}
+        "CALL db.index.vector.queryNodes($index, 200, $v) YIELD node, score "
+        "RETURN node.id AS id, node.namespace AS ns, score", index=claim_index.vector_index_name(suffix), v=vector)
+    assert hits and secret.id not in {h["id"] for h in hits}
     assert not [h for h in hits if h["ns"] == namespace and h["score"] > 0.9999]
-    for index, words in (("claim_content", "quizzical"), ("claim_content", "4417"), ("entity_names", "quizzical")):
+    text_index = claim_index.text_index_name(suffix)
+    for index, words in ((text_index, "quizzical"), (text_index, "4417"), ("entity_names", "quizzical")):
         found, _, _ = driver.execute_query(
             "CALL db.index.fulltext.queryNodes($index, $q) YIELD node RETURN node.namespace AS ns",
             index=index, q=words)

@@ -7,6 +7,7 @@ import urllib.request
 import pytest
 from neo4j import Driver
 
+from graph import claim_index
 from schema.errors import SchemaMismatchError
 from schema.migrate import load_migrations, migrate, schema_meta
 from tests.conftest import Neo4jHandle
@@ -47,40 +48,47 @@ def test_pagerank_runs_on_a_projection(driver: Driver, namespace: str) -> None:
     assert records[0]["score"] > records[1]["score"]
 
 
-def test_vector_index_online_and_returns_nearest(driver: Driver, namespace: str, embedder: object) -> None:
-    records, _, _ = driver.execute_query(
-        "SHOW VECTOR INDEXES YIELD name, state, options WHERE name = 'claim_embedding' RETURN state, options"
+def _claims_with_own_indexes(driver: Driver, namespace: str, rows: list[dict[str, object]]) -> tuple[str, str]:
+    """Raw claims of `namespace` (with its label), then its own vector and fulltext indexes."""
+    driver.execute_query(
+        "CREATE (s:Store {namespace: $ns, revision: 1, claims: size($rows)}) WITH s UNWIND $rows AS row "
+        "CREATE (c:Claim {id: row.id, namespace: $ns, content: row.text, status: 'current', revision: 1}) "
+        "SET c:$($label) WITH c, row WHERE row.vec IS NOT NULL "
+        "CALL db.create.setNodeVectorProperty(c, 'embedding', row.vec)",
+        rows=rows, ns=namespace, label=claim_index.namespace_label(namespace),
     )
-    assert records and records[0]["state"] == "ONLINE"
-    assert records[0]["options"]["indexConfig"]["vector.dimensions"] == 384
+    assert claim_index.ensure(driver, namespace, minimum=0)
+    suffix = claim_index.index_suffix(namespace)
+    return claim_index.vector_index_name(suffix), claim_index.text_index_name(suffix)
+
+
+def test_vector_index_online_and_returns_nearest(driver: Driver, namespace: str, embedder: object) -> None:
     texts = ["The database server is down", "Bananas are yellow fruit", "Payroll runs on Fridays"]
     vectors = embedder.embed(texts)  # type: ignore[attr-defined]
-    driver.execute_query(
-        "UNWIND $rows AS row CREATE (c:Claim {id: row.id, namespace: $ns, content: row.text, status: 'current'}) "
-        "WITH c, row CALL db.create.setNodeVectorProperty(c, 'embedding', row.vec)",
-        rows=[{"id": f"{namespace}-{i}", "text": t, "vec": v}
-              for i, (t, v) in enumerate(zip(texts, vectors, strict=True))],
-        ns=namespace,
-    )
-    driver.execute_query("CALL db.awaitIndexes(60)")
+    vector_index, _ = _claims_with_own_indexes(driver, namespace, [
+        {"id": f"{namespace}-{i}", "text": t, "vec": v} for i, (t, v) in enumerate(zip(texts, vectors, strict=True))])
+    records, _, _ = driver.execute_query(
+        "SHOW VECTOR INDEXES YIELD name, state, options, labelsOrTypes WHERE name = $name "
+        "RETURN state, options, labelsOrTypes", name=vector_index)
+    assert records and records[0]["state"] == "ONLINE"
+    assert records[0]["labelsOrTypes"] == [claim_index.namespace_label(namespace)]
+    config = records[0]["options"]["indexConfig"]
+    assert config["vector.dimensions"] == 384 and config["vector.quantization.enabled"] is False
     query = embedder.embed_query("which fruit is yellow?")  # type: ignore[attr-defined]
     found, _, _ = driver.execute_query(
-        "CALL db.index.vector.queryNodes('claim_embedding', 50, $q) YIELD node, score "
-        "WHERE node.namespace = $ns RETURN node.content AS content, score ORDER BY score DESC LIMIT 1",
-        q=query, ns=namespace,
+        "CALL db.index.vector.queryNodes($index, 50, $q) YIELD node, score "
+        "RETURN node.content AS content, node.namespace AS ns, score ORDER BY score DESC",
+        index=vector_index, q=query,
     )
     assert found[0]["content"] == "Bananas are yellow fruit"
+    assert {r["ns"] for r in found} == {namespace}  # the namespace's index holds its claims only
 
 
 def test_fulltext_index_finds_content(driver: Driver, namespace: str) -> None:
-    driver.execute_query(
-        "CREATE (:Claim {id: $ns + '-ft', namespace: $ns, content: 'quarterly revenue grew in Lisbon'})", ns=namespace
-    )
-    driver.execute_query("CALL db.awaitIndexes(60)")
+    _, text_index = _claims_with_own_indexes(driver, namespace, [
+        {"id": f"{namespace}-ft", "text": "quarterly revenue grew in Lisbon", "vec": None}])
     records, _, _ = driver.execute_query(
-        "CALL db.index.fulltext.queryNodes('claim_content', 'lisbon') YIELD node WHERE node.namespace = $ns "
-        "RETURN node.id AS id", ns=namespace,
-    )
+        "CALL db.index.fulltext.queryNodes($index, 'lisbon') YIELD node RETURN node.id AS id", index=text_index)
     assert [r["id"] for r in records] == [f"{namespace}-ft"]
 
 
