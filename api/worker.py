@@ -513,6 +513,9 @@ class ProjectionWorker:
     def run_pending(self, namespaces: Sequence[str] | None = None, *, pagerank: bool = True) -> list[PassReport]:
         """One pass over every namespace with pending work (or over the given ones)."""
         names = list(namespaces) if namespaces else proj.pending_namespaces(self.rt.driver, self._db)
+        if not namespaces:  # also those caught up but past exact search without indexes (after an upgrade)
+            for ns in claim_index.unindexed(self.rt.driver, self._db):
+                claim_index.ensure_quietly(self.rt.driver, ns, self._db)
         reports = []
         self.pass_errors = []
         for ns in names:

@@ -66,7 +66,9 @@ def vector_hits(store: str, vector: str, fetch: str, uses: tuple[str, ...] = ())
     """Cypher for "the namespace's claims nearest to a vector": `store` is the bound Store node,
     `vector` and `fetch` Cypher expressions over it, the parameters and the variables in `uses`.
     Yields `node`, `score` on the index's (1 + cos) / 2 scale, at most `fetch` rows. Exactly one
-    branch runs: the namespace's own index, or an exact scan of its claims."""
+    branch runs: the namespace's own index, or an exact scan of its claims. The scores are the same
+    function in both: an un-quantised index scores bit for bit like `vector.similarity.cosine`
+    (measured, benchmarks/README.md), so the index decides only which rows come back."""
     scope = ", ".join((store, *uses))
     return (
         f"CALL ({scope}) {{ WITH {scope} WHERE {store}.claim_indexes IS NOT NULL "
@@ -144,6 +146,15 @@ def ensure_quietly(driver: Driver, namespace: str, database: str | None = None) 
         ensure(driver, namespace, database)
     except (Neo4jError, DriverError) as exc:
         _log.warning("claim indexes for namespace %r not created yet: %s", namespace, exc)
+
+
+def unindexed(driver: Driver, database: str | None = None) -> list[str]:
+    """Namespaces past the exact-search limit without their indexes (a database upgraded from shared
+    indexes, or a failed `ensure`): the worker's pass gives them theirs."""
+    records, _, _ = driver.execute_query(
+        "MATCH (s:Store) WHERE s.claims >= $limit AND s.claim_indexes IS NULL RETURN s.namespace AS ns ORDER BY ns",
+        limit=EXACT_LIMIT, database_=database, routing_="r")
+    return [str(r["ns"]) for r in records if NAMESPACE_RE.match(str(r["ns"]))]
 
 
 def drop(driver: Driver, namespace: str, database: str | None = None) -> None:

@@ -152,6 +152,12 @@ def test_a_namespace_gets_its_own_indexes_at_the_limit_and_drops_them_with_itsel
         # The index answers what exact search answered at the revision before the switch.
         again = mem.recall("harbour crane 4", k=5, as_of_revision=exact.store_revision)
         assert [it.id for it in again.items] == [it.id for it in exact.items]
+        # A database upgraded from shared indexes: past the limit, no indexes. The worker's pass finds it.
+        claim_index.drop(driver, ns)
+        driver.execute_query("MATCH (s:Store {namespace: $ns}) SET s.claim_indexes = null", ns=ns)
+        assert ns in claim_index.unindexed(driver) and existing() == set()
+        assert [it.id for it in mem.recall("harbour crane 4", k=5).items] == [it.id for it in again.items]
+        assert claim_index.ensure(driver, ns) and existing() == names and ns not in claim_index.unindexed(driver)
     finally:
         drop_namespace(driver, ns)
     assert existing() == set()
