@@ -19,6 +19,7 @@ from schema.errors import PalimpsestError
 if TYPE_CHECKING:
     from api.memory import Memory
     from api.runtime import Runtime
+    from schema.models import ContextPacket
 
 app = typer.Typer(no_args_is_help=True, help="Palimpsest: temporal knowledge memory for agents.")
 neo4j_app = typer.Typer(no_args_is_help=True, help="The local Neo4j 5.26 + GDS server (no Docker).")
@@ -347,13 +348,16 @@ def recall_cmd(
         callback=_check_instant)] = None,
     policy: Annotated[str | None, typer.Option(help="policy version (default: the namespace's default policy)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the packet as JSON")] = False,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="how each score was made, and which rule hid what (the fingerprint is the same)")] = False,
 ) -> None:
     """Recall a context packet and print it as a table (or JSON)."""
     from rich.table import Table
 
     with _memory(namespace) as mem:
         try:
-            packet = mem.recall(query, k=k, as_of_revision=as_of_revision, valid_at=valid_at, policy_version=policy)
+            packet = mem.recall(query, k=k, as_of_revision=as_of_revision, valid_at=valid_at, policy_version=policy,
+                                explain=explain)
         except PalimpsestError as exc:
             _fail(f"{exc.code} ({exc.field}): {exc.message}")
             return
@@ -370,6 +374,112 @@ def recall_cmd(
     Console().print(f"hidden: superseded {h.superseded}, retracted {h.retracted}, not yet valid {h.not_yet_valid}, "
                     f"expired {h.expired} · truncated: {packet.completeness.items_truncated} · "
                     f"fingerprint {packet.fingerprint[:16]}")
+    if explain:
+        Console().print("\n".join(explain_lines(packet)), markup=False, highlight=False, soft_wrap=True)
+
+
+def explain_lines(packet: ContextPacket) -> list[str]:
+    """`recall --explain`'s text: each item's score as its parts (the sum in brackets is the fused
+    relevance), then each rule that hid candidates, with their ids."""
+    lines = []
+    for it in packet.items:
+        e = it.explanation
+        if e is None:
+            continue
+        parts = [f"vector {e.vector.contribution:.4f}", f"lexical {e.lexical.contribution:.4f}"]
+        if e.graph is not None:
+            parts.append(f"graph {e.graph.contribution:.4f}")
+        if e.lending is not None:
+            parts.append(f"lending {e.lending.contribution:.4f} via {e.lending.via}")
+        factors = [f"{p.rule} {p.factor:g}" for p in e.penalties] + [f"decay {e.decay.factor:.4f}"]
+        lines.append(f"#{it.rank} {it.score:.4f} = ({' + '.join(parts)}) × {' × '.join(factors)}"
+                     f"  [{e.fusion}{', protected top' if e.protected else ''}]")
+    for rule in packet.hidden_explanation or []:
+        lines.append(f"hidden {rule.count} by {rule.rule} ({rule.detail}): {', '.join(rule.ids)}")
+    return lines
+
+
+@app.command("recall-rounds", cls=PlainUsage)
+def recall_rounds_cmd(
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="what to recall, in plain words", callback=_not_blank)],
+    namespace: Namespace = "default",
+    rounds: Annotated[int | None, typer.Option(
+        min=1, max=limits.MAX_ASK_ROUNDS, help="rounds (default: the policy's ask_rounds, at least 2)")] = None,
+    k: Annotated[int | None, typer.Option("--k", "-k", min=1, help="items per round and fused")] = None,
+    as_of_revision: Annotated[int | None, typer.Option(min=0)] = None,
+    valid_at: Annotated[str | None, typer.Option(help="world time (see recall)", callback=_check_instant)] = None,
+    policy: Annotated[str | None, typer.Option(help="policy version (default: the namespace's default policy)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Recall with the offline second round (no model): the query expanded by what round 1 found, fused."""
+    from rich.table import Table
+
+    with _memory(namespace) as mem:
+        try:
+            res = mem.recall_rounds(query, rounds=rounds, k=k, as_of_revision=as_of_revision, valid_at=valid_at,
+                                    policy_version=policy)
+        except PalimpsestError as exc:
+            _fail(f"{exc.code} ({exc.field}): {exc.message}")
+            return
+    if as_json:
+        print(res.model_dump_json(indent=2))
+        return
+    table = Table(title=f"{res.query!r} @ revision {res.store_revision} · policy {res.policy_version} · "
+                        f"{len(res.rounds)} rounds")
+    for col in ("#", "score", "ranks", "content", "source"):
+        table.add_column(col)
+    for it in res.items:
+        ranks = "/".join("-" if r is None else str(r) for r in it.round_ranks)
+        table.add_row(str(it.rank), f"{it.score:.4f}", ranks, it.content, it.source)
+    Console().print(table)
+    for r in res.rounds:
+        Console().print(f"round {r.round} ({r.origin}) fingerprint {r.packet.fingerprint[:16]}: {r.query}",
+                        markup=False, highlight=False)
+
+
+@app.command("ask", cls=PlainUsage)
+def ask_cmd(
+    question: Annotated[str, typer.Argument(metavar="QUESTION", help="the question, in plain words",
+                                            callback=_not_blank)],
+    namespace: Namespace = "default",
+    llm_model: Annotated[str | None, typer.Option(
+        "--llm-model", help="litellm model name of the reader (default: the policy's reader_model); the provider "
+                            "key is read from its usual environment variable, e.g. OPENAI_API_KEY")] = None,
+    rounds: Annotated[int | None, typer.Option(
+        min=1, max=limits.MAX_ASK_ROUNDS, help="retrieval rounds at most (default: the policy's ask_rounds)")] = None,
+    expansion: Annotated[str | None, typer.Option(
+        help="what drives later rounds: thought (IRCoT, the reader's thought) or offline (no reader call)")] = None,
+    k: Annotated[int | None, typer.Option("--k", "-k", min=1, help="items per round")] = None,
+    as_of_revision: Annotated[int | None, typer.Option(min=0)] = None,
+    valid_at: Annotated[str | None, typer.Option(help="world time (see recall)", callback=_check_instant)] = None,
+    policy: Annotated[str | None, typer.Option(help="policy version (default: the namespace's default policy)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Answer a question from memory through an LLM reader, with the claims the answer rests on."""
+    with _memory(namespace) as mem:
+        try:
+            res = mem.ask(question, llm_model=llm_model, rounds=rounds, expansion=expansion, k=k,
+                          as_of_revision=as_of_revision, valid_at=valid_at, policy_version=policy)
+        except PalimpsestError as exc:
+            _fail(f"{exc.code} ({exc.field}): {exc.message}")
+            return
+    if as_json:
+        print(res.model_dump_json(indent=2))
+        return
+    out = Console()
+    out.print(f"answer: {'not in memory' if res.not_in_memory else res.answer}", markup=False, highlight=False)
+    out.print(f"thought: {res.thought}", markup=False, highlight=False)
+    content = {it.id: it.content for it in res.items}
+    for cid in res.cited_ids:
+        out.print(f"  cites {cid}: {content.get(cid, '')}", markup=False, highlight=False)
+    if res.dropped_citations:
+        out.print(f"  ({res.dropped_citations} cited ids were not in the packets and were dropped)")
+    for r in res.rounds:
+        out.print(f"round {r.round} ({r.origin}) fingerprint {r.packet.fingerprint[:16]}: {r.query}",
+                  markup=False, highlight=False)
+    c = res.cost
+    out.print(f"reader {res.model}: {c.calls} calls, {c.total_tokens} tokens, ${c.cost_usd:.6f}"
+              + (f" ({c.unpriced_calls} calls unpriced)" if c.unpriced_calls else ""), markup=False, highlight=False)
 
 
 @app.command("history", cls=PlainUsage)

@@ -33,6 +33,7 @@ from graphql import (
 from strawberry.dataloader import DataLoader
 from strawberry.scalars import JSON
 
+from api import graphql_ask as ga
 from api import graphql_types as t
 from api.auth import Principal, Right
 from api.graphql_limits import MAX_ALIASES, MAX_COST, MAX_DEPTH, MAX_FIELDS, MAX_TOKENS, RequestGuard, code_error
@@ -300,10 +301,15 @@ class Query:
     @strawberry.field(description="A bounded, ranked, replayable context packet of what is true now or then.")
     async def recall(self, info: strawberry.Info, query: str, k: int | None = None,
                      policy_version: str | None = None, as_of_revision: int | None = None,
-                     valid_at: str | None = None, namespace: NS = None) -> t.ContextPacket:
+                     valid_at: str | None = None, namespace: NS = None,
+                     explain: Annotated[bool, strawberry.argument(
+                         description="Give each item an explanation (its score in parts) and the packet a "
+                                     "hiddenExplanation; the fingerprint is the same either way.")] = False,
+                     ) -> t.ContextPacket:
         start = time.perf_counter()
         packet = await call(info, namespace, "read", lambda mem: mem.recall(
-            query, k=k, policy_version=policy_version, as_of_revision=as_of_revision, valid_at=valid_at))
+            query, k=k, policy_version=policy_version, as_of_revision=as_of_revision, valid_at=valid_at,
+            explain=explain))
         info.context["metrics"].recall.observe(time.perf_counter() - start)
         return t.packet_to_gql(packet)
 
@@ -328,10 +334,34 @@ class Query:
         return [t.HistoryEntry.from_pydantic(e) for e in chain]
 
     @strawberry.field(description="A logged packet and whether it still recomputes to the same fingerprint.")
-    async def replay(self, info: strawberry.Info, fingerprint: str, namespace: NS = None) -> t.ReplayResult:
-        res = await call(info, namespace, "read", lambda mem: mem.replay(fingerprint))
+    async def replay(self, info: strawberry.Info, fingerprint: str, namespace: NS = None,
+                     explain: bool = False) -> t.ReplayResult:
+        res = await call(info, namespace, "read", lambda mem: mem.replay(fingerprint, explain=explain))
         return t.ReplayResult(packet=t.packet_to_gql(res.packet), recomputed_fingerprint=res.recomputed_fingerprint,
                               matches=res.matches)
+
+    @strawberry.field(description="Recall with the offline second round: round 1 with the query, later rounds with "
+                                  "it expanded by the subjects and bridge entities round 1 found; every round's "
+                                  "packet replayable, the rounds fused by reciprocal rank.")
+    async def recall_rounds(self, info: strawberry.Info, query: str, rounds: int | None = None, k: int | None = None,
+                            policy_version: str | None = None, as_of_revision: int | None = None,
+                            valid_at: str | None = None, namespace: NS = None) -> ga.MultiRoundRecall:
+        res = await call(info, namespace, "read", lambda mem: mem.recall_rounds(
+            query, rounds=rounds, k=k, policy_version=policy_version, as_of_revision=as_of_revision,
+            valid_at=valid_at))
+        return ga.rounds_to_gql(res)
+
+    @strawberry.field(description="Answer a question from memory through an LLM reader, with the claim ids the "
+                                  "answer rests on (or notInMemory); expansion 'thought' (IRCoT) or 'offline' "
+                                  "drives the later rounds. The model: llmModel or the policy's readerModel.")
+    async def ask(self, info: strawberry.Info, question: str, llm_model: str | None = None,
+                  rounds: int | None = None, expansion: str | None = None, k: int | None = None,
+                  policy_version: str | None = None, as_of_revision: int | None = None,
+                  valid_at: str | None = None, namespace: NS = None) -> ga.AskResult:
+        res = await call(info, namespace, "read", lambda mem: mem.ask(
+            question, llm_model=llm_model, rounds=rounds, expansion=expansion.lower() if expansion else None,
+            k=k, policy_version=policy_version, as_of_revision=as_of_revision, valid_at=valid_at))
+        return ga.ask_to_gql(res)
 
     @strawberry.field
     async def policies(self, info: strawberry.Info, namespace: NS = None) -> list[t.Policy]:

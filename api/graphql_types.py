@@ -32,11 +32,52 @@ class Claim:
     metadata: JSON
 
 
+@sp.type(model=m.ScoreTerm, all_fields=True, description="One ranked list's additive share of the fused relevance.")
+class ScoreTerm:
+    pass
+
+
+@sp.type(model=m.ScoreLending, all_fields=True,
+         description="What a hidden version's better-matching wording added over the item's own.")
+class ScoreLending:
+    pass
+
+
+@sp.type(model=m.ScorePenalty, all_fields=True, description="A factor a rule multiplied the relevance by.")
+class ScorePenalty:
+    pass
+
+
+@sp.type(model=m.ScoreDecay, all_fields=True, description="Freshness: exp(-age / tau) at the reference time.")
+class ScoreDecay:
+    pass
+
+
+@sp.type(model=m.ScoreExplanation, all_fields=True,
+         description="How the score was made (recall with explain): fused = vector + lexical + graph + lending "
+                     "contributions; relevance = fused × penalties; score = relevance × decay.")
+class ScoreExplanation:
+    fusion: str
+    vector: ScoreTerm
+    lexical: ScoreTerm
+    graph: ScoreTerm | None
+    lending: ScoreLending | None
+    penalties: list[ScorePenalty]
+    decay: ScoreDecay
+
+
+@sp.type(model=m.HiddenRule, all_fields=True,
+         description="Which rule hid which candidates, and the HiddenCounts field they are counted in.")
+class HiddenRule:
+    pass
+
+
 @sp.type(model=m.PacketItem, all_fields=True, description="One recalled claim, ranked.")
 class PacketItem:
     metadata: JSON
     freshness: Freshness
     supersedes: str | None
+    explanation: ScoreExplanation | None
 
     @strawberry.field(description="The claim this item replaced, loaded in one batch for all items.")
     async def superseded_claim(self, info: strawberry.Info) -> Claim | None:
@@ -84,6 +125,7 @@ class ContextPacket:
     beliefs: list[Belief]
     completeness: Completeness
     hidden: HiddenCounts
+    hidden_explanation: list[HiddenRule] | None
 
 
 def packet_to_gql(packet: m.ContextPacket) -> ContextPacket:
@@ -115,6 +157,7 @@ class Policy:
     fusion: str
     extractor: str
     inferred_judge: str
+    ask_expansion: str
     contradiction: ContradictionSettings
 
 
@@ -262,6 +305,15 @@ class PolicyInput:
     ppr_seed_candidates: int | None = None
     ppr_max_degree: int | None = None
     ppr_protect_top: int | None = None
+    expansion_items: int | None = None
+    expansion_terms: int | None = None
+    expansion_weight: float | None = None
+    expansion_protect_top: int | None = None
+    expansion_subjects: bool | None = None
+    reader_model: str | None = None
+    ask_rounds: int | None = None
+    ask_expansion: str | None = None
+    ask_stop_when_answered: bool | None = None
     fusion: str | None = None
     identifier_boost: float | None = None
     sibling_penalty: float | None = None

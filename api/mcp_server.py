@@ -1,6 +1,7 @@
-"""MCP face: `remember`, `recall`, `history`, `retract` tools over the same Memory.
+"""MCP face: `remember`, `recall`, `recall_rounds`, `ask`, `history`, `retract` and `erase` tools over the same
+Memory.
 
-Agent frameworks speak MCP; giving them these four tools makes Palimpsest their memory without
+Agent frameworks speak MCP; giving them these tools makes Palimpsest their memory without
 any glue code. One server serves one namespace (the agent's), fixed at start-up, so a model
 cannot wander into another tenant by choosing an argument.
 
@@ -8,7 +9,8 @@ Over stdio the server is the local user's own child process: no keys. Over HTTP 
 reach the port can call it, so it takes the API keys GraphQL takes (api/auth.py, the same
 `Authorization: Bearer <key>` or `X-API-Key` headers): `KeyGuard` answers 401 before any MCP
 message is read when the key is missing or wrong, and 403 when it has no right on the namespace;
-each tool then checks the right it needs (read: recall, history; write: remember, retract). With
+each tool then checks the right it needs (read: recall, recall_rounds, ask, history; write: remember,
+retract; erase: erase, a right of its own as on every face). With
 no keys configured HTTP is in local mode, open like GraphQL's.
 """
 
@@ -24,8 +26,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from api.auth import KeyStore, Principal, Right
 from api.memory import Memory
+from schema.ask import AskResult, MultiRoundRecall
 from schema.errors import ForbiddenError, PalimpsestError
-from schema.models import ContextPacket, HistoryEntry, IngestItemResult, RetractResult
+from schema.models import ContextPacket, EraseResult, HistoryEntry, IngestItemResult, RetractResult
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -91,13 +94,38 @@ def build_mcp(memory: Memory, *, keys: KeyStore | None = None) -> MCPServer:
         return result
 
     @server.tool(description="Recall what is true now (or at a revision / world time), ranked and bounded. "
-                             + _DATES)
+                             "explain=true adds each item's score in parts (explanation) and which rule hid "
+                             "what (hidden_explanation). " + _DATES)
     def recall(ctx: Context[Any, Any], query: str, k: int | None = None, as_of_revision: int | None = None,
-               valid_at: str | None = None) -> ContextPacket:
+               valid_at: str | None = None, explain: bool = False) -> ContextPacket:
         allow(ctx, "read")
         packet: ContextPacket = _run(lambda: memory.recall(query, k=k, as_of_revision=as_of_revision,
-                                                           valid_at=valid_at))
+                                                           valid_at=valid_at, explain=explain))
         return packet
+
+    @server.tool(description="Recall in rounds without a model: round 1 with the query, then the query expanded "
+                             "by the subjects and entities round 1 found (the second hop of a multi-hop "
+                             "question), fused; each round's packet is replayable. " + _DATES)
+    def recall_rounds(ctx: Context[Any, Any], query: str, rounds: int | None = None, k: int | None = None,
+                      as_of_revision: int | None = None, valid_at: str | None = None) -> MultiRoundRecall:
+        allow(ctx, "read")
+        result: MultiRoundRecall = _run(lambda: memory.recall_rounds(query, rounds=rounds, k=k,
+                                                                     as_of_revision=as_of_revision,
+                                                                     valid_at=valid_at))
+        return result
+
+    @server.tool(description="Answer a question from memory through an LLM reader: the answer, the claim ids it "
+                             "rests on, or not_in_memory; the reader's thought drives a second retrieval round "
+                             "(expansion 'thought') or the offline expansion does ('offline'). llm_model: a "
+                             "litellm model name (default: the policy's reader_model). " + _DATES)
+    def ask(ctx: Context[Any, Any], question: str, llm_model: str | None = None, rounds: int | None = None,
+            expansion: str | None = None, k: int | None = None, as_of_revision: int | None = None,
+            valid_at: str | None = None) -> AskResult:
+        allow(ctx, "read")
+        result: AskResult = _run(lambda: memory.ask(question, llm_model=llm_model, rounds=rounds,
+                                                    expansion=expansion, k=k, as_of_revision=as_of_revision,
+                                                    valid_at=valid_at))
+        return result
 
     @server.tool(description="The whole chain of a claim key, oldest first, with supersessions and retractions.")
     def history(ctx: Context[Any, Any], claim_key: str) -> list[HistoryEntry]:
@@ -109,6 +137,17 @@ def build_mcp(memory: Memory, *, keys: KeyStore | None = None) -> MCPServer:
     def retract(ctx: Context[Any, Any], claim_id: str, reason: str) -> RetractResult:
         allow(ctx, "write")
         result: RetractResult = _run(lambda: memory.retract(claim_id, reason))
+        return result
+
+    @server.tool(description="Erase claims' content for good (irreversible, unlike retract; needs the erase "
+                             "right): by claim ids, or by source and/or top-level metadata values. Each keeps only "
+                             "a tombstone; what was derived from it goes, what it had superseded is restored. "
+                             "Run with dry_run=true first: it lists what would go and writes nothing.")
+    def erase(ctx: Context[Any, Any], reason: str, ids: list[str] | None = None, source: str | None = None,
+              metadata: dict[str, Any] | None = None, dry_run: bool = False) -> EraseResult:
+        allow(ctx, "erase")
+        result: EraseResult = _run(lambda: memory.erase(ids, source=source, metadata=metadata, reason=reason,
+                                                        dry_run=dry_run))
         return result
 
     return server

@@ -55,6 +55,7 @@ from schema.models import (
 
 if TYPE_CHECKING:
     from api.worker import BackgroundWorker, PassReport, WorkerConfig
+    from schema.ask import AskResult, MultiRoundRecall
 
 _LIMIT_CTX = ("max_length", "min_length", "gt", "ge", "lt", "le")
 # A recall redone because the namespace's default or a cached policy changed under it; more is churn.
@@ -382,7 +383,7 @@ class Memory:
 
     def recall(self, query: str, *, k: int | None = None, policy_version: str | None = None,
                as_of_revision: int | None = None, valid_at: datetime | date | str | None = None,
-               projections_seq: int | None = None) -> ContextPacket:
+               projections_seq: int | None = None, explain: bool = False) -> ContextPacket:
         """A context packet. Without `policy_version`, the namespace's default policy *at the revision
         served* (`set_default_policy`; `default-v1` until one is set): an as-of recall uses the default
         in effect then, so a later change of the default does not change an old revision's packet.
@@ -390,7 +391,23 @@ class Memory:
         The default is guessed from this process's last sight of it and checked against the Store in
         the recall's own first round trip; if another process changed it, the recall is redone with the
         version found there. Policies themselves are cached by version (immutable; their stored hash is
-        re-checked the same way)."""
+        re-checked the same way).
+
+        With `explain`, each item carries `explanation` (its score in parts: vector, lexical, graph and
+        lending contributions that add up to the fused relevance, then penalties and decay) and the
+        packet `hidden_explanation` (which rule hid which candidates). The fingerprint is the same
+        with or without it, and the packet log keeps the packet unexplained.
+
+        Example:
+            >>> packet = memory.recall("where do backups go?", explain=True)
+            >>> e = packet.items[0].explanation
+            >>> parts = [t.contribution for t in (e.vector, e.lexical, e.graph, e.lending) if t is not None]
+            >>> math.isclose(sum(parts) * math.prod(p.factor for p in e.penalties) * e.decay.factor,
+            ...              packet.items[0].score)
+            True
+        """
+        if not isinstance(explain, bool):
+            raise BadInputError("explain must be true or false", field="explain")
         if not isinstance(query, str) or not _text(query, "query").strip():
             raise BadInputError("query must not be empty", field="query")
         _opt_text(policy_version, "policy_version")
@@ -426,7 +443,8 @@ class Memory:
                 vector = self.rt.embedder.embed_query(text)
             phrases = tuple(query_phrases(text)) if pol.graph_expansion == "ppr" else ()
             req = RecallRequest(self.namespace, text, vector, pol, used_k, as_of_revision, when, projections_seq,
-                                phrases, check_policy=True, policy_hash=stored_hash, check_default=not explicit)
+                                phrases, check_policy=True, policy_hash=stored_hash, check_default=not explicit,
+                                explain=explain)
             try:
                 packet = recall_q(self.rt.driver, req, self._db)
             except PolicyChangedError as exc:
@@ -443,13 +461,57 @@ class Memory:
         raise ConflictError("the namespace's policy kept changing during the recall; retry",
                             field="policy_version")
 
-    def replay(self, fingerprint: str) -> ReplayResult:
-        """The logged packet, and whether recomputing it at its revision gives the same fingerprint."""
+    def replay(self, fingerprint: str, *, explain: bool = False) -> ReplayResult:
+        """The logged packet, and whether recomputing it at its revision gives the same fingerprint; with
+        `explain`, the recomputed packet's explanations are put on the logged packet's items (when it
+        matches: the same fingerprint is the same ranking)."""
         logged = packet_log.load_packet(self.rt.driver, self.namespace, _text(fingerprint, "fingerprint"), self._db)
         again = self.recall(logged.query, k=logged.k, policy_version=logged.policy_version,
                             as_of_revision=logged.store_revision, valid_at=logged.valid_at,
-                            projections_seq=logged.projections_seq)
+                            projections_seq=logged.projections_seq, explain=explain)
+        if explain and again.fingerprint == logged.fingerprint:
+            logged = logged.model_copy(update={"items": again.items, "hidden_explanation": again.hidden_explanation})
         return ReplayResult(logged, again.fingerprint, again.fingerprint == logged.fingerprint)
+
+    # ---- rounds and ask (api.ask) ----------------------------------------------------------
+    def recall_rounds(self, query: str, *, rounds: int | None = None, k: int | None = None,
+                      policy_version: str | None = None, as_of_revision: int | None = None,
+                      valid_at: datetime | date | str | None = None) -> MultiRoundRecall:
+        """Recall with the offline second round (no model): round 1 with `query`, then up to `rounds` - 1
+        rounds (default: the policy's `ask_rounds`, at least 2) with the query expanded by the subjects
+        and bridge entities of the round before's top items, fused by reciprocal rank to the first k.
+        Every round's packet is logged and replayable; later rounds run at round 1's revision.
+
+        Raises:
+            BadInputError / LimitExceededError: as `recall`, or `rounds` outside 1..MAX_ASK_ROUNDS.
+        """
+        from api.ask import recall_rounds
+
+        return recall_rounds(self, query, rounds=rounds, k=k, policy_version=policy_version,
+                             as_of_revision=as_of_revision, valid_at=valid_at)
+
+    def ask(self, question: str, *, llm_model: str | None = None, rounds: int | None = None,
+            expansion: str | None = None, k: int | None = None, policy_version: str | None = None,
+            as_of_revision: int | None = None, valid_at: datetime | date | str | None = None) -> AskResult:
+        """Answer `question` from memory through an LLM reader (extraction.reader), with the claim ids the
+        answer rests on, or `not_in_memory`. IRCoT (`expansion` "thought", the default of policies): the
+        reader's thought drives the next retrieval round, up to `rounds` (default: policy `ask_rounds`);
+        "offline": the rounds expand the query as `recall_rounds` does and the reader reads once.
+        The model is `llm_model` or the policy's `reader_model`; the provider key comes from its own
+        environment variable. Every round's packet is logged and replayable; cost is in `result.cost`.
+
+        Example:
+            >>> mem.ask("Who directed the film the studio made in 1997?", llm_model="gpt-4o-mini").answer
+
+        Raises:
+            BadInputError: an empty question, no model, bad `rounds` / `expansion`.
+            UnavailableError: the reader's call failed (field `llm_model`).
+        """
+        from api.ask import ask
+
+        return ask(self, question, llm_model=llm_model, rounds=rounds, expansion=expansion, k=k,
+                   policy_version=policy_version, as_of_revision=as_of_revision, valid_at=valid_at,
+                   options=self.rt.reader)
 
     # ---- inferred supersession ------------------------------------------------------------
     def inferred_links(self, claim_ids: Sequence[str] | None = None, *, as_of_revision: int | None = None,

@@ -13,6 +13,7 @@ from types import TracebackType
 from neo4j import Driver
 
 from extraction.embeddings import DEFAULT_MODEL, Embedder, shared_embedder
+from extraction.reader import ReaderOptions
 from graph.connection import Neo4jSettings, ServerInfo, guard, open_driver, server_info
 from schema.migrate import migrate
 
@@ -24,6 +25,9 @@ class Runtime:
     embedder: Embedder
     schema_version: int
     _info: ServerInfo | None = field(default=None, repr=False)
+    # How `ask` reaches its reader (rate limit, timeout, provider plumbing; never a key — litellm reads
+    # the provider's own environment variable). The model itself is policy or the caller's.
+    reader: ReaderOptions = field(default_factory=ReaderOptions)
 
     def __post_init__(self) -> None:
         # Every face reaches Neo4j through the guard (graph.errors, graph.deadline), whoever built the driver.

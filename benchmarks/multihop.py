@@ -9,12 +9,15 @@ Why it is built this way:
   the hyperlink structure multi-hop questions follow.
 * **Passage Recall@2 / Recall@5** as in HippoRAG: the share of a question's gold passages among
   the top k, averaged over questions.
-* **Baselines run side by side in one process on one Neo4j**: dense = the `claim_embedding`
-  vector index top-k; BM25 = the `claim_content` fulltext index (Lucene BM25) top-k; hybrid =
+* **Baselines run side by side in one process on one Neo4j**: dense = the namespace's vector
+  index top-k; BM25 = its fulltext index (Lucene BM25) top-k (graph.claim_index); hybrid =
   Palimpsest recall (vector + fulltext pool, linear fusion), with the default policy and with
   `sibling_penalty: 1.0` (the rule, meant for code-like names, also fires on ordinary Wikipedia
   names); hybrid + PPR = `CHOSEN` below. Extra configurations (RRF, weights, damping, seeds)
   are reported with `--tune`, including the ones that did not help.
+* **The offline second round** (`+round 2` modes: `Memory.recall_rounds`, graph/rounds.py) runs
+  beside the one-round modes on the same namespace: round 1 as the mode, round 2 with the question
+  plus the bridge entities of round 1's top items, fused. Its latency is both rounds together.
 * **Tune on MuSiQue only**: `--tune` runs the grid on MuSiQue; HotpotQA is reported with the
   configuration chosen there, untouched.
 * **Latency** is per recall call after the query embeddings are cached (every mode gets the same
@@ -41,16 +44,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from graph import claim_index
+from graph.claim_index import vector_hits
 from graph.maintenance import drop_namespace
 
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
+# The namespace's own claims only, as recall searches them (graph.claim_index); BM25 in the namespace's
+# own fulltext index (`claim_index.ensure(…, minimum=0)` before the queries), so Lucene's statistics are
+# the namespace's.
 DENSE_CYPHER = (
-    "CALL db.index.vector.queryNodes('claim_embedding', $n, $vec) YIELD node, score WHERE node.namespace = $ns "
+    "MATCH (st:Store {namespace: $ns}) " + vector_hits("st", "$vec", "$n") + "WITH node, score "
     "RETURN node.id AS id ORDER BY score DESC, id LIMIT $k"
 )
 BM25_CYPHER = (
-    "CALL db.index.fulltext.queryNodes('claim_content', $q, {limit: $n}) YIELD node, score "
-    "WHERE node.namespace = $ns RETURN node.id AS id ORDER BY score DESC, id LIMIT $k"
+    "MATCH (st:Store {namespace: $ns}) "
+    "CALL db.index.fulltext.queryNodes('claim_text_' + st.claim_indexes, $q, {limit: $n}) YIELD node, score "
+    "WITH node, score RETURN node.id AS id ORDER BY score DESC, id LIMIT $k"
 )
 
 
@@ -142,7 +151,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool = False,
-                single_names: bool = False) -> DatasetResult:
+                single_names: bool = False, prefix: str = "bench-multihop") -> DatasetResult:
     from api.memory import Memory
     from api.runtime import Runtime
     from api.worker import ProjectionWorker, WorkerConfig
@@ -150,7 +159,7 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
     from graph.recall import lucene_query
 
     rt = Runtime.from_env()
-    ns = f"bench-multihop-{ds.name.replace('+', '-')}-{uuid.uuid4().hex[:8]}"
+    ns = f"{prefix}-{ds.name.replace('+', '-')}-{uuid.uuid4().hex[:8]}"
     mem = Memory(rt, ns)
     try:
         started = time.perf_counter()
@@ -176,6 +185,7 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
                                int(counts[0]["e"]), int(counts[0]["m"]), int(counts[0]["r"]))
         index_of = {cid: i for i, cid in enumerate(ids)}
         vectors = {q.qid: rt.embedder.embed_query(q.question) for q in ds.questions}  # cached from here on
+        claim_index.ensure(rt.driver, ns, minimum=0)  # the BM25 baseline needs the namespace's own index
 
         def baseline(mode: str) -> ModeResult:
             r2, r5, times = [], [], []
@@ -196,17 +206,28 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
         result.modes += [baseline("dense"), baseline("bm25")]
         for name, knobs in policies.items():
             version = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-            mem.register_policy({"version": version, "k": 5, **knobs})
+            # `rounds` is no policy knob: modes with it recall in rounds (the offline second round).
+            rounds = knobs.get("rounds")
+            mem.register_policy({"version": version, "k": 5, **{k: v for k, v in knobs.items() if k != "rounds"}})
             r2, r5, times = [], [], []
             stable = True
             for n, q in enumerate(ds.questions):
                 t = time.perf_counter()
-                packet = mem.recall(q.question, policy_version=version, k=5)
-                times.append((time.perf_counter() - t) * 1000)
-                if n < 10:
-                    again = mem.recall(q.question, policy_version=version, k=5)
-                    stable = stable and packet.fingerprint == again.fingerprint
-                ranked = [index_of[it.id] for it in packet.items]
+                if rounds:
+                    multi = mem.recall_rounds(q.question, policy_version=version, k=5, rounds=int(rounds))
+                    times.append((time.perf_counter() - t) * 1000)
+                    if n < 10:
+                        redo = mem.recall_rounds(q.question, policy_version=version, k=5, rounds=int(rounds))
+                        stable = stable and [it.id for it in multi.items] == [it.id for it in redo.items] and [
+                            r.packet.fingerprint for r in multi.rounds] == [r.packet.fingerprint for r in redo.rounds]
+                    ranked = [index_of[it.id] for it in multi.items]
+                else:
+                    packet = mem.recall(q.question, policy_version=version, k=5)
+                    times.append((time.perf_counter() - t) * 1000)
+                    if n < 10:
+                        again = mem.recall(q.question, policy_version=version, k=5)
+                        stable = stable and packet.fingerprint == again.fingerprint
+                    ranked = [index_of[it.id] for it in packet.items]
                 r2.append(_recall_at(ranked, q.gold, 2))
                 r5.append(_recall_at(ranked, q.gold, 5))
             result.modes.append(ModeResult(name, _mean(r2), _mean(r5), round(_pct(times, 0.5), 1),
@@ -229,6 +250,10 @@ def _mean(values: list[float]) -> float:
 # fills ranks 3..k without displacing the direct hits. Seeds, damping and candidates stay default.
 CHOSEN: dict[str, Any] = {"graph_expansion": "ppr", "sibling_penalty": 1.0, "ppr_protect_top": 2}
 BASE: dict[str, dict[str, Any]] = {"hybrid": {}, "hybrid-nosib": {"sibling_penalty": 1.0}, "hybrid+ppr": CHOSEN}
+# The offline second round (Memory.recall_rounds, graph/rounds.py) on top of the two best one-round
+# modes, with the Policy's expansion defaults (tuned on MuSiQue: bridges without the items' own
+# subjects, later round weighted 2, round 1's top two kept). `rounds` is not a policy knob.
+BASE |= {"hybrid-nosib +round 2": {"sibling_penalty": 1.0, "rounds": 2}, "hybrid+ppr +round 2": {**CHOSEN, "rounds": 2}}
 GRID: dict[str, dict[str, Any]] = {
     "ppr-default": {"graph_expansion": "ppr"},
     "ppr-rrf": {"graph_expansion": "ppr", "fusion": "rrf"},
@@ -246,6 +271,17 @@ GRID: dict[str, dict[str, Any]] = {
     "nosib-ppr-w0.5": {"graph_expansion": "ppr", "sibling_penalty": 1.0, "graph_weight": 0.5},
     "nosib-ppr-protect1": {"graph_expansion": "ppr", "sibling_penalty": 1.0, "ppr_protect_top": 1},
     "nosib-ppr-protect3": {"graph_expansion": "ppr", "sibling_penalty": 1.0, "ppr_protect_top": 3},
+    # Offline second round over hybrid+ppr: the weight of the later round, its terms, what is protected.
+    "round2-w0.5": {**CHOSEN, "rounds": 2, "expansion_weight": 0.5},
+    "round2-w1": {**CHOSEN, "rounds": 2, "expansion_weight": 1.0},
+    "round2-w3": {**CHOSEN, "rounds": 2, "expansion_weight": 3.0},
+    "round2-w5": {**CHOSEN, "rounds": 2, "expansion_weight": 5.0},
+    "round2-subjects": {**CHOSEN, "rounds": 2, "expansion_subjects": True, "expansion_weight": 1.0},
+    "round2-protect0": {**CHOSEN, "rounds": 2, "expansion_protect_top": 0, "expansion_weight": 1.0},
+    "round2-protect1": {**CHOSEN, "rounds": 2, "expansion_protect_top": 1, "expansion_weight": 1.0},
+    "round2-items2": {**CHOSEN, "rounds": 2, "expansion_items": 2},
+    "round2-items5": {**CHOSEN, "rounds": 2, "expansion_items": 5, "expansion_weight": 1.0},
+    "round2-terms3": {**CHOSEN, "rounds": 2, "expansion_terms": 3, "expansion_weight": 1.0},
 }
 
 
@@ -253,10 +289,11 @@ def _supported(knobs: dict[str, Any]) -> dict[str, Any]:
     """Drop knobs this checkout's Policy does not have yet (`ppr_protect_top` is proposed, not merged)."""
     from schema.models import Policy
 
-    missing = sorted(set(knobs) - set(Policy.model_fields))
+    known = {*Policy.model_fields, "rounds"}  # `rounds` picks recall_rounds (run_dataset), not a knob
+    missing = sorted(set(knobs) - known)
     if missing:
         print(f"note: Policy has no {', '.join(missing)}; running without", file=sys.stderr)
-    return {k: v for k, v in knobs.items() if k in Policy.model_fields}
+    return {k: v for k, v in knobs.items() if k in known}
 
 
 def table(results: list[DatasetResult]) -> str:
@@ -285,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-relevance", type=float, nargs="*", default=[],
                     help="also run hybrid and hybrid+ppr with each of these relevance floors (policy min_relevance)")
     ap.add_argument("--out", type=Path, default=DEFAULT_RESULTS_DIR / "multihop-latest.json")
+    ap.add_argument("--namespace-prefix", default="bench-multihop",
+                    help="namespaces are <prefix>-<dataset>-<random>, so runs can share a server")
     args = ap.parse_args(argv)
     base = dict(BASE)
     if args.policy:
@@ -298,9 +337,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.datasets:
         ds = loaders[name](args.data)
         policies = base | ({k: _supported(v) for k, v in GRID.items()} if args.tune and name == "musique" else {})
-        results.append(run_dataset(ds, policies, single_names=args.single_names))
+        results.append(run_dataset(ds, policies, single_names=args.single_names, prefix=args.namespace_prefix))
         if args.pooled:
-            results.append(run_dataset(with_distractors(ds, args.data), base, single_names=args.single_names))
+            results.append(run_dataset(with_distractors(ds, args.data), base, single_names=args.single_names,
+                                       prefix=args.namespace_prefix))
         print(table(results[-2 if args.pooled else -1:]), flush=True)
     payload = {"benchmark": "multihop", "at": datetime.now(UTC).isoformat(), "python": platform.python_version(),
                "single_names": args.single_names, "tuned_on": "musique",

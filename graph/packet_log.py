@@ -14,7 +14,7 @@ from neo4j import Driver, ManagedTransaction
 
 from graph.revisions import Revision
 from schema.errors import ErasedError, NotFoundError
-from schema.models import ContextPacket
+from schema.models import PACKET_DERIVED, ContextPacket
 
 
 def packet_claim_ids(packet: ContextPacket) -> list[str]:
@@ -30,16 +30,17 @@ def packet_claim_ids(packet: ContextPacket) -> list[str]:
 
 def log_packet(driver: Driver, packet: ContextPacket, database: str | None = None) -> None:
     """Same fingerprint, same packet: MERGE keeps the first copy and ignores repeats. A packet that
-    names a claim erased since it was computed is not logged (it would bring the content back)."""
+    names a claim erased since it was computed is not logged (it would bring the content back), and
+    what `explain` derived is not kept (an explained packet logs as the same packet unexplained)."""
     driver.execute_query(
         "OPTIONAL MATCH (e:ErasedClaim {namespace: $ns}) WHERE e.id IN $ids "
         "WITH count(e) AS erased WHERE erased = 0 "
         "MERGE (p:PacketLog {namespace: $ns, fingerprint: $fp}) "
         "ON CREATE SET p.packet_json = $json, p.query = $query, p.policy_version = $policy, "
         "p.store_revision = $rev, p.k = $k, p.valid_at = $valid_at, p.logged_at = datetime()",
-        ns=packet.namespace, fp=packet.fingerprint, json=packet.model_dump_json(), query=packet.query,
-        policy=packet.policy_version, rev=packet.store_revision, k=packet.k, valid_at=packet.valid_at,
-        ids=packet_claim_ids(packet), database_=database,
+        ns=packet.namespace, fp=packet.fingerprint, json=packet.model_dump_json(exclude=PACKET_DERIVED),
+        query=packet.query, policy=packet.policy_version, rev=packet.store_revision, k=packet.k,
+        valid_at=packet.valid_at, ids=packet_claim_ids(packet), database_=database,
     )
 
 

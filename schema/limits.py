@@ -17,6 +17,9 @@ MAX_K_CEILING = 200
 MAX_CANDIDATES = 5_000
 MAX_HISTORY = 1_000
 MAX_PAGE = 100
+# Retrieval rounds of one `ask` / multi-round recall: each round is a recall (and, for ask, a reader
+# call), so a policy cannot make one question cost more than this many of each.
+MAX_ASK_ROUNDS = 4
 
 NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 POLICY_VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")

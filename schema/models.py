@@ -134,6 +134,28 @@ class Policy(BaseModel):
     # fills the ranks below, so bridge passages join without displacing direct hits (tuned on
     # MuSiQue: 2). Packets under PPR are ordered by (protected tier, score, revision, id).
     ppr_protect_top: int = Field(default=2, ge=0, le=limits.MAX_K_CEILING)
+    # Multi-round recall (graph/rounds.py, api/ask.py). The offline second round expands the query
+    # with what the round before found — the declared subjects of its top `expansion_items` items (if
+    # `expansion_subjects`) and the most specific other entities they mention, at most
+    # `expansion_terms` — recalls again, and fuses the rounds by reciprocal rank (`rrf_k`; later
+    # rounds weighted `expansion_weight`), ranks 1..`expansion_protect_top` kept as round 1 had them.
+    expansion_items: int = Field(default=3, ge=1, le=50)
+    expansion_terms: int = Field(default=6, ge=0, le=50)
+    # Tuned on MuSiQue (benchmarks/README.md): at 2 the later round orders the ranks below the
+    # protected top two (R@5 62.7 → 72.5 over hybrid + PPR); 1 gained less, 0.5 nothing, 3 and 5 the same.
+    expansion_weight: float = Field(default=2.0, ge=0, le=10)
+    expansion_protect_top: int = Field(default=2, ge=0, le=limits.MAX_K_CEILING)
+    # Off: measured on MuSiQue (benchmarks/README.md), a top item's own subject mostly finds that item
+    # again; the other entities it names are the bridges.
+    expansion_subjects: bool = False
+    # `ask`: the reader (a litellm model name; the provider's key is read from its own environment
+    # variable, never stored), at most `ask_rounds` retrieval rounds (≤ limits.MAX_ASK_ROUNDS), and
+    # what drives a round after the first: the reader's thought (IRCoT) or the offline expansion.
+    # With `ask_stop_when_answered` a round whose reader answered with a valid citation is the last.
+    reader_model: str | None = Field(default=None, min_length=1, max_length=200)
+    ask_rounds: int = Field(default=2, ge=1, le=limits.MAX_ASK_ROUNDS)
+    ask_expansion: Literal["thought", "offline"] = "thought"
+    ask_stop_when_answered: bool = True
     embedding_model: str = "all-MiniLM-L6-v2"
     contradiction: ContradictionSettings = Field(default_factory=ContradictionSettings)
     # Inferred supersession (background worker, off by default): a newer claim without a
@@ -292,6 +314,80 @@ class Freshness(BaseModel):
     retracted: bool
 
 
+class ScoreTerm(BaseModel):
+    """One ranked list's additive share of an item's fused relevance.
+
+    `value` is what the list measured for the item: the cosine with the query (clipped at 0; not the
+    index's (1 + cos) / 2 scale of `vector_similarity`), the IDF-weighted share of query terms, or the
+    PPR score divided by the pool's highest. Under `rrf`, `rank` is the item's rank on the list
+    (None: not on it), and the contribution comes from the rank, not the value."""
+
+    weight: float
+    value: float
+    rank: int | None = None
+    contribution: float
+
+
+class ScoreLending(BaseModel):
+    """A hidden version's wording matched the query better than the item's own: `via` lent its cosine
+    and lexical share (`vector_value`, `lexical_value`), and `contribution` is what that added to the
+    fused relevance over the item's own wording (the `vector` and `lexical` terms)."""
+
+    via: str
+    vector_value: float
+    lexical_value: float
+    contribution: float
+
+
+class ScorePenalty(BaseModel):
+    """A factor a rule multiplied the fused relevance by."""
+
+    rule: str
+    factor: float
+    reason: str
+
+
+class ScoreDecay(BaseModel):
+    """Freshness: `factor` = exp(−age / tau), the age taken at the packet's reference time."""
+
+    factor: float
+    age_seconds: float
+    tau_seconds: float
+
+
+class ScoreExplanation(BaseModel):
+    """How an item's score was made, by the ranking's own arithmetic (graph.recall.ranking):
+
+    fused = vector + lexical + graph + lending (contributions), relevance = fused × Π penalties
+    (rounded to 12 significant digits), score = relevance × decay (rounded likewise).
+
+    `graph` is None when no graph list took part (graph expansion off, or the item was placed by the
+    protected top tier, `protected`: ranked without the graph, as `ppr_protect_top` asks)."""
+
+    fusion: Literal["linear", "rrf"]
+    vector: ScoreTerm
+    lexical: ScoreTerm
+    graph: ScoreTerm | None = None
+    lending: ScoreLending | None = None
+    fused: float
+    penalties: list[ScorePenalty] = Field(default_factory=list)
+    relevance: float
+    decay: ScoreDecay
+    score: float
+    protected: bool = False
+
+
+class HiddenRule(BaseModel):
+    """Which rule hid which candidates: `count` names the `HiddenCounts` field the ids are counted in
+    (`inferred` ids are counted in `superseded` too), `rule` a stable name, `detail` the rule with this
+    packet's values. Only candidates the indexes answered are judged (and counted)."""
+
+    count: str
+    rule: str
+    detail: str
+    ids: list[str]
+
+
 class PacketItem(BaseModel):
     id: str
     content: str
@@ -315,6 +411,8 @@ class PacketItem(BaseModel):
     # Set when the query matched an older version of this claim's key better than this one:
     # the id of that version. The item is still the current value.
     matched_via: str | None = None
+    # With `explain`: how the score was made. Derived, so never part of the fingerprint (PACKET_DERIVED).
+    explanation: ScoreExplanation | None = None
 
 
 class ClaimRef(BaseModel):
@@ -386,6 +484,11 @@ class HiddenCounts(BaseModel):
     below_relevance: int = 0
 
 
+# What `explain` adds to a packet: derived from it, so the fingerprint and the packet log leave it out
+# (a packet's identity is the same whether it was explained or not). A pydantic `exclude` value.
+PACKET_DERIVED: dict[str, Any] = {"hidden_explanation": True, "items": {"__all__": {"explanation"}}}
+
+
 class ContextPacket(BaseModel):
     """What recall returns. `store_revision` is the revision the packet reflects: a recall now at
     revision R and an as-of recall at R later are the same packet, with the same fingerprint."""
@@ -406,9 +509,11 @@ class ContextPacket(BaseModel):
     hidden: HiddenCounts
     served_at: str
     fingerprint: str
+    # With `explain`: which rule hid what (HiddenRule). Derived, like the items' `explanation`.
+    hidden_explanation: list[HiddenRule] | None = None
 
     def canonical_json(self) -> str:
-        body = self.model_dump(mode="json", exclude={"served_at", "fingerprint"})
+        body = self.model_dump(mode="json", exclude={"served_at": True, "fingerprint": True, **PACKET_DERIVED})
         return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
     def compute_fingerprint(self) -> str:

@@ -72,8 +72,8 @@ __all__ = [
     "terms", "weighted_lexical",
 ]
 
-# The text list is cut on lexical share, not BM25; it is fetched this wide so that BM25's drift
-# (its statistics span every namespace in the shared index) does not decide that cut.
+# The text list is cut on lexical share, not BM25; it is fetched this wide so that BM25's drift (its
+# statistics move with every write to the namespace) does not decide that cut.
 TEXT_MIN_FETCH = 200
 
 
@@ -112,7 +112,8 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
     # 5. Ranking. Every row carries its exact cosine, PPR's additions included; six decimals, because the
     # same text embedded in different batches differs around 1e-7 and that noise must not decide ranks.
     similarity = {r.id: round(float(r.sim or 0.0), 6) for r in [*versions, *pool.rows.values()]}
-    ranking = rank(pool.rows.values(), similarity, req.query, policy, reference, lenders, graph_scores, limit=req.k)
+    ranking = rank(pool.rows.values(), similarity, req.query, policy, reference, lenders, graph_scores, limit=req.k,
+                   explain=req.explain)
     # 6. Packet: the items' links, contradictions and beliefs as of (revision, seq), then assembly.
     item_ids = [it.id for it in ranking.items]
     supersedes, contradiction_rows = item_links(tx, req.namespace, item_ids, revision, seq)
@@ -128,9 +129,9 @@ def _admitted_candidates(tx: ManagedTransaction, req: RecallRequest, need: int) 
     lucene = lucene_query(req.query) if policy.text_weight > 0 else ""
     qset = set(terms(req.query))
     vfetch = max(need * 2, 20) if policy.vector_weight > 0 else 0
-    # BM25 scores move with every write to the shared index (any namespace), so the text list is
-    # cut on a corpus-independent order instead — share of query terms present, then id — over a
-    # fetch wide enough that the BM25 tail does not decide the cut.
+    # BM25 scores move with every write to the namespace's index, so the text list is cut on an order
+    # that depends on the candidate's text alone instead — share of query terms present, then id —
+    # over a fetch wide enough that the BM25 tail does not decide the cut.
     tfetch = max(need * 2, TEXT_MIN_FETCH) if lucene else 0
 
     def by_score(r: ClaimRow) -> tuple[float, str]:

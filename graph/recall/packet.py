@@ -1,6 +1,7 @@
 """Packet assembly: the ranked items with their links, the capped edges and contradictions, the
 hidden counts, and the fingerprint. Nothing here reads Neo4j (the caller did the reads); only
-`served_at` comes from the clock, and the fingerprint leaves it out."""
+`served_at` comes from the clock, and the fingerprint leaves it out (as it leaves out what `explain`
+adds: the items' explanations, made by the ranking, and `hidden_explanation`, made here)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from schema.models import (
     Completeness,
     ContextPacket,
     HiddenCounts,
+    HiddenRule,
     PacketContradiction,
     PacketEdge,
     PacketItem,
@@ -89,6 +91,44 @@ def hidden_counts(pool: Pool, ranking: Ranking) -> HiddenCounts:
     return hidden
 
 
+def hidden_explanation(pool: Pool, ranking: Ranking, revision: int, valid_at: datetime | None,
+                       min_relevance: float) -> list[HiddenRule]:
+    """Which rule hid which candidates, in the order of `HiddenCounts`' fields: the ids behind every
+    count `hidden_counts` makes (a superseded id is split by how it was superseded)."""
+    by_reason: dict[str, list[str]] = {}
+    for cid, reason in sorted(pool.hidden.items()):
+        if reason != "recorded_later":
+            by_reason.setdefault(reason, []).append(cid)
+    inferred = set(pool.inferred)
+    superseded = [c for c in by_reason.get("superseded", []) if c not in inferred]
+    # Current at the revision but hidden as superseded: its world-time window was closed at valid_at.
+    # (Superseded rows that PPR or an inferred chain brought in are not kept in `pool.superseded`: they
+    # count as replaced.)
+    closed = [c for c in superseded
+              if c in pool.superseded and current_at(pool.superseded[c].vis_from, pool.superseded[c].vis_to, revision)]
+    shut = set(closed)
+    replaced = [c for c in superseded if c not in shut]
+    at = iso(valid_at)
+    rules = [
+        ("superseded", "replaced", f"not current at revision {revision}: a later version of its claim_key (or a "
+                                   "declared supersession) had replaced it",
+         replaced),
+        ("superseded", "window_closed", f"at valid_at {at}, a later version of its claim_key had taken over (its "
+                                        "window ends where that version's begins)", closed),
+        ("inferred", "inferred_supersession", f"not current at revision {revision}: the worker inferred that a claim "
+                                              "without a claim_key replaced it (counted in superseded too)",
+         sorted(inferred)),
+        ("retracted", "retracted", f"retracted at or before revision {revision}", by_reason.get("retracted", [])),
+        ("not_yet_valid", "valid_from_after_valid_at", f"its valid_from is after valid_at {at}",
+         by_reason.get("not_yet_valid", [])),
+        ("expired", "valid_to_at_or_before_valid_at", f"its valid_to is at or before valid_at {at}",
+         by_reason.get("expired", [])),
+        ("below_relevance", "min_relevance", f"fused relevance (before decay) below the policy's min_relevance "
+                                             f"{min_relevance}", sorted(ranking.below_floor)),
+    ]
+    return [HiddenRule(count=count, rule=rule, detail=detail, ids=ids) for count, rule, detail, ids in rules if ids]
+
+
 def assemble(req: RecallRequest, revision: int, reference: datetime | None, seq: int, pool: Pool,
              ranking: Ranking, supersedes: Mapping[str, str], contradiction_rows: Sequence[ContradictionRow],
              beliefs: tuple[list[Belief], bool]) -> ContextPacket:
@@ -108,5 +148,7 @@ def assemble(req: RecallRequest, revision: int, reference: datetime | None, seq:
             contradictions_truncated=contra_cut, beliefs_truncated=beliefs[1], candidates_exhausted=pool.exhausted,
         ),
         hidden=hidden_counts(pool, ranking), served_at=iso(now_utc()) or "", fingerprint="",
+        hidden_explanation=(hidden_explanation(pool, ranking, revision, req.valid_at, policy.min_relevance)
+                            if req.explain else None),
     )
     return packet.model_copy(update={"fingerprint": packet.compute_fingerprint()})

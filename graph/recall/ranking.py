@@ -4,6 +4,10 @@ Relevance fuses the vector list, the lexical list and (with graph expansion) the
 convex combination of scores (`fusion: linear`) or by reciprocal rank fusion (`fusion: rrf`).
 A candidate that lends from hidden versions is judged by its best version's wording. Freshness
 decays with age at the reference time, never the wall clock. Every order ends in the claim id.
+
+With `explain`, each item carries a `ScoreExplanation` built from the same `_Terms` its relevance was
+summed from (one list's numerator each, over one scale), so the explanation cannot drift from the
+score: the contributions add up to the fused relevance, × penalties × decay gives the score.
 """
 
 from __future__ import annotations
@@ -17,7 +21,17 @@ from typing import Any, NamedTuple
 from graph.recall.rows import ClaimRow
 from graph.recall.text import identifiers, names_sibling, pool_idf, terms, weighted_lexical
 from graph.similarity import cosine_from_index
-from schema.models import Freshness, PacketItem, Policy, iso
+from schema.models import (
+    Freshness,
+    PacketItem,
+    Policy,
+    ScoreDecay,
+    ScoreExplanation,
+    ScoreLending,
+    ScorePenalty,
+    ScoreTerm,
+    iso,
+)
 
 
 class Ranking(NamedTuple):
@@ -33,47 +47,58 @@ def stable_round(x: float) -> float:
 
 def rank(rows: Iterable[ClaimRow], similarity: Mapping[str, float], query: str, policy: Policy,
          reference: datetime | None, lenders: Mapping[str, Sequence[ClaimRow]] | None = None,
-         graph: Mapping[str, float] | None = None, *, limit: int) -> Ranking:
+         graph: Mapping[str, float] | None = None, *, limit: int, explain: bool = False) -> Ranking:
     """Rank the candidates; `similarity` holds every row's and lender's cosine (index scale).
 
     `graph` (PPR scores, None when graph expansion is off) is a third list: scaled by its maximum
     under linear fusion, ranked under RRF, weighted by `graph_weight`. With `ppr_protect_top`, the
-    top ranks without graph evidence stay on top; the graph reorders and fills the rest."""
+    top ranks without graph evidence stay on top; the graph reorders and fills the rest. With
+    `explain`, every returned item carries its `explanation` (nothing else changes)."""
     candidates = list(rows)
     lenders = lenders or {}
     if graph is not None and policy.graph_weight > 0 and policy.ppr_protect_top > 0:
-        return _protected(candidates, similarity, query, policy, reference, lenders, graph, limit)
+        return _protected(candidates, similarity, query, policy, reference, lenders, graph, limit, explain)
     qterms = set(terms(query))
     idf = pool_idf([r.content for r in candidates], qterms, policy.identifier_boost)
     lexical = {r.id: stable_round(weighted_lexical(idf, r.content)) for r in candidates}
+    own_lexical = dict(lexical) if explain else lexical  # _best_versions lends into `lexical` in place
     judged, matched_via = _best_versions(lenders, similarity, lexical, idf, policy)
-    relevance_of = (_rrf if policy.fusion == "rrf" else _linear)(candidates, judged, lexical, policy, graph)
+    fusion: _Linear | _RRF = (_RRF if policy.fusion == "rrf" else _Linear)(candidates, judged, lexical, policy, graph)
     query_names = identifiers(query)
     scored = []
     for r in candidates:
-        relevance = relevance_of(r.id)
-        if names_sibling(query_names, r.content):
+        parts = fusion.terms(r.id)
+        relevance = parts.fused()
+        sibling = names_sibling(query_names, r.content)
+        if sibling:
             relevance *= policy.sibling_penalty
         relevance = stable_round(relevance)
         decay, age, tau = _freshness(r, policy, reference)
-        scored.append(_Scored(r, relevance, stable_round(relevance * decay), decay, age, tau))
+        scored.append(_Scored(r, relevance, stable_round(relevance * decay), decay, age, tau, parts, sibling))
     # The floor: a candidate that matches the query this little is not an answer, however fresh; an
     # empty packet that says so beats k unrelated claims (e.g. when nothing was valid at the time asked).
     cut = {s.row.id for s in scored if s.relevance < policy.min_relevance}
     scored = [s for s in scored if s.row.id not in cut]
     scored.sort(key=lambda s: (-s.score, -s.row.revision, s.row.id))
     items = [_item(s, rank, similarity, lexical, matched_via) for rank, s in enumerate(scored[:limit], start=1)]
+    if explain:
+        items = [it.model_copy(update={"explanation": _explanation(s, fusion, policy, similarity, own_lexical,
+                                                                   matched_via)})
+                 for it, s in zip(items, scored, strict=False)]
     return Ranking(items, len(scored), cut)
 
 
 def _protected(candidates: list[ClaimRow], similarity: Mapping[str, float], query: str, policy: Policy,
                reference: datetime | None, lenders: Mapping[str, Sequence[ClaimRow]],
-               graph: Mapping[str, float], limit: int) -> Ranking:
+               graph: Mapping[str, float], limit: int, explain: bool) -> Ranking:
     head, total, _ = rank(candidates, similarity, query, policy, reference, lenders, None,
-                          limit=min(policy.ppr_protect_top, limit))
+                          limit=min(policy.ppr_protect_top, limit), explain=explain)
     tail, tail_total, tail_cut = rank(candidates, similarity, query, policy.model_copy(update={"ppr_protect_top": 0}),
-                                      reference, lenders, graph, limit=limit + len(head))
+                                      reference, lenders, graph, limit=limit + len(head), explain=explain)
     kept = {it.id for it in head}
+    if explain:  # the head was ranked without the graph: say so on each of its items
+        head = [it.model_copy(update={"explanation": it.explanation.model_copy(update={"protected": True})})
+                if it.explanation else it for it in head]
     merged = (head + [it for it in tail if it.id not in kept])[:limit]
     return Ranking([it.model_copy(update={"rank": n}) for n, it in enumerate(merged, start=1)],
                    max(total, tail_total), tail_cut - kept)
@@ -106,43 +131,98 @@ def _best_versions(lenders: Mapping[str, Sequence[ClaimRow]], similarity: Mappin
     return judged, matched_via
 
 
-def _linear(candidates: list[ClaimRow], similarity: Mapping[str, float], lexical: Mapping[str, float],
-            policy: Policy, graph: Mapping[str, float] | None) -> Callable[[str], float]:
+class _Terms(NamedTuple):
+    """One candidate's fused relevance, kept in its parts: each list's numerator over one `scale`
+    (the weights' sum under linear fusion, rank 1's fused value under RRF), with the similarity
+    (index scale) and lexical share it was judged by and, under RRF, its ranks. Made for every
+    candidate on every recall, so it is built with `_new` (no keyword handling) and holds only what
+    the arithmetic had at hand; what only an explanation needs is derived there."""
+
+    vector: float
+    lexical: float
+    graph: float
+    scale: float
+    similarity: float
+    lexical_share: float
+    vector_rank: int | None
+    text_rank: int | None
+    graph_rank: int | None
+
+    def fused(self) -> float:
+        return (self.vector + self.lexical + self.graph) / self.scale
+
+
+_new = tuple.__new__
+
+
+class _Linear:
     """Convex combination of scores: keeps how much better one candidate is, which ranks lose."""
-    wv, wt = policy.vector_weight, policy.text_weight
-    wg = policy.graph_weight if graph is not None else 0.0
-    scores = graph or {}
-    top_graph = max(scores.values(), default=0.0)
 
-    def relevance(cid: str) -> float:
-        cosine = max(0.0, cosine_from_index(similarity.get(cid, 0.0)))
-        g = scores.get(cid, 0.0) / top_graph if top_graph > 0 else 0.0
-        return (wv * cosine + wt * lexical[cid] + wg * g) / (wv + wt + wg)
-    return relevance
+    def __init__(self, candidates: list[ClaimRow], similarity: Mapping[str, float], lexical: Mapping[str, float],
+                 policy: Policy, graph: Mapping[str, float] | None) -> None:
+        self.similarity, self.lexical = similarity, lexical
+        self.wv, self.wt = policy.vector_weight, policy.text_weight
+        self.wg = policy.graph_weight if graph is not None else 0.0
+        self.graph_on = graph is not None
+        self.scores = graph or {}
+        self.top_graph = max(self.scores.values(), default=0.0)
+        self.scale = self.wv + self.wt + self.wg
+
+    def graph_share(self, cid: str) -> float:
+        return self.scores.get(cid, 0.0) / self.top_graph if self.top_graph > 0 else 0.0
+
+    def terms(self, cid: str) -> _Terms:
+        return self.terms_with(cid, self.similarity.get(cid, 0.0), self.lexical[cid])
+
+    def terms_with(self, cid: str, sim: float, lex: float) -> _Terms:
+        """The terms `cid` would have with cosine `sim` (index scale) and lexical share `lex`."""
+        return _new(_Terms, (self.wv * _cosine(sim), self.wt * lex, self.wg * self.graph_share(cid), self.scale,
+                             sim, lex, None, None, None))
 
 
-def _rrf(candidates: list[ClaimRow], similarity: Mapping[str, float], lexical: Mapping[str, float],
-         policy: Policy, graph: Mapping[str, float] | None) -> Callable[[str], float]:
+class _RRF:
     """Reciprocal rank fusion, normalised so that rank 1 on every list scores 1."""
-    wv, wt = policy.vector_weight, policy.text_weight
-    wg = policy.graph_weight if graph is not None else 0.0
-    scores = graph or {}
-    by_graph = sorted((r for r in candidates if scores.get(r.id, 0.0) > 0), key=lambda r: (-scores[r.id], r.id))
-    grank = _competition_ranks(by_graph, lambda r: scores[r.id])
-    by_vector = sorted(candidates, key=lambda r: (-similarity.get(r.id, 0.0), r.id))
-    by_text = sorted((r for r in candidates if lexical[r.id] > 0),
-                     key=lambda r: (-lexical[r.id], -similarity.get(r.id, 0.0), r.id))
-    vrank = _competition_ranks(by_vector, lambda r: similarity.get(r.id, 0.0))
-    trank = _competition_ranks(by_text, lambda r: (lexical[r.id], similarity.get(r.id, 0.0)))
-    kk = policy.rrf_k
-    best = (wv + wt + wg) / (kk + 1)
 
-    def relevance(cid: str) -> float:
-        fused = (wv / (kk + vrank[cid]) if wv else 0.0) + (
-            wt / (kk + trank[cid]) if cid in trank else 0.0) + (
-            wg / (kk + grank[cid]) if cid in grank else 0.0)
-        return fused / best
-    return relevance
+    def __init__(self, candidates: list[ClaimRow], similarity: Mapping[str, float], lexical: Mapping[str, float],
+                 policy: Policy, graph: Mapping[str, float] | None) -> None:
+        self.similarity, self.lexical, self.candidates = similarity, lexical, candidates
+        wv, wt = self.wv, self.wt = policy.vector_weight, policy.text_weight
+        wg = self.wg = policy.graph_weight if graph is not None else 0.0
+        self.graph_on = graph is not None
+        scores = self.scores = graph or {}
+        self.top_graph = max(scores.values(), default=0.0)
+        by_graph = sorted((r for r in candidates if scores.get(r.id, 0.0) > 0), key=lambda r: (-scores[r.id], r.id))
+        self.grank = _competition_ranks(by_graph, lambda r: scores[r.id])
+        by_vector = sorted(candidates, key=lambda r: (-similarity.get(r.id, 0.0), r.id))
+        by_text = sorted((r for r in candidates if lexical[r.id] > 0),
+                         key=lambda r: (-lexical[r.id], -similarity.get(r.id, 0.0), r.id))
+        self.vrank = _competition_ranks(by_vector, lambda r: similarity.get(r.id, 0.0))
+        self.trank = _competition_ranks(by_text, lambda r: (lexical[r.id], similarity.get(r.id, 0.0)))
+        self.kk = kk = policy.rrf_k
+        self.best = (wv + wt + wg) / (kk + 1)
+
+    def graph_share(self, cid: str) -> float:
+        return self.scores.get(cid, 0.0) / self.top_graph if self.top_graph > 0 else 0.0
+
+    def terms(self, cid: str) -> _Terms:
+        return self._terms(cid, self.vrank[cid], self.trank.get(cid), self.similarity.get(cid, 0.0),
+                           self.lexical[cid])
+
+    def terms_with(self, cid: str, sim: float, lex: float) -> _Terms:
+        """The terms `cid` would have with cosine `sim` and lexical share `lex`, every other candidate
+        keeping its place: the competition rank those values would take on each list."""
+        others = [r.id for r in self.candidates if r.id != cid]
+        vrank = 1 + sum(1 for o in others if self.similarity.get(o, 0.0) > sim)
+        trank = (1 + sum(1 for o in others if self.lexical[o] > 0
+                         and (self.lexical[o], self.similarity.get(o, 0.0)) > (lex, sim))) if lex > 0 else None
+        return self._terms(cid, vrank, trank, sim, lex)
+
+    def _terms(self, cid: str, vrank: int, trank: int | None, sim: float, lex: float) -> _Terms:
+        wv, wt, wg, kk = self.wv, self.wt, self.wg, self.kk
+        grank = self.grank.get(cid)
+        return _new(_Terms, (wv / (kk + vrank) if wv else 0.0, wt / (kk + trank) if trank is not None else 0.0,
+                             wg / (kk + grank) if grank is not None else 0.0, self.best, sim, lex, vrank, trank,
+                             grank))
 
 
 def _competition_ranks(ordered: list[ClaimRow], key: Callable[[ClaimRow], Any]) -> dict[str, int]:
@@ -165,6 +245,8 @@ class _Scored(NamedTuple):
     decay: float
     age: float
     tau: float
+    terms: _Terms
+    sibling: bool  # the sibling penalty applied
 
 
 def _freshness(row: ClaimRow, policy: Policy, reference: datetime | None) -> tuple[float, float, float]:
@@ -187,3 +269,41 @@ def _item(s: _Scored, rank_: int, similarity: Mapping[str, float], lexical: Mapp
         freshness=Freshness(age_seconds=stable_round(s.age), tau_seconds=s.tau, decay=s.decay, status="current",
                             superseded=False, retracted=False),
     )
+
+
+def _explanation(s: _Scored, fusion: _Linear | _RRF, policy: Policy, similarity: Mapping[str, float],
+                 own_lexical: Mapping[str, float], matched_via: Mapping[str, str]) -> ScoreExplanation:
+    """The item's score in parts, from the `_Terms` it was summed from. A lending item's vector and
+    lexical terms are its own wording's (`fusion.terms_with`); what the lender's wording added over
+    them is the `lending` contribution, so the parts still add up to the fused relevance (to the
+    twelve significant digits every part is rounded to, as scores are)."""
+    cid, t = s.row.id, s.terms
+    r = stable_round
+    via = matched_via.get(cid)
+    own = fusion.terms_with(cid, similarity.get(cid, 0.0), own_lexical[cid]) if via else t
+    lending = None
+    if via:
+        lent = (t.vector + t.lexical - own.vector - own.lexical) / t.scale
+        lending = ScoreLending(via=via, vector_value=r(_cosine(t.similarity)), lexical_value=r(t.lexical_share),
+                               contribution=r(lent))
+    graph = None
+    if fusion.graph_on:
+        graph = ScoreTerm(weight=fusion.wg, value=r(fusion.graph_share(cid)), rank=t.graph_rank,
+                          contribution=r(t.graph / t.scale))
+    penalties = [ScorePenalty(rule="sibling", factor=policy.sibling_penalty,
+                              reason="names a sibling of what the query names (shares a part with it), "
+                                     "not the thing itself")] if s.sibling else []
+    return ScoreExplanation(
+        fusion="rrf" if isinstance(fusion, _RRF) else "linear",
+        vector=ScoreTerm(weight=fusion.wv, value=r(_cosine(own.similarity)), rank=own.vector_rank,
+                         contribution=r(own.vector / t.scale)),
+        lexical=ScoreTerm(weight=fusion.wt, value=r(own.lexical_share), rank=own.text_rank,
+                          contribution=r(own.lexical / t.scale)),
+        graph=graph, lending=lending, fused=r(t.fused()), penalties=penalties, relevance=s.relevance,
+        decay=ScoreDecay(factor=s.decay, age_seconds=r(s.age), tau_seconds=s.tau), score=s.score,
+    )
+
+
+def _cosine(similarity: float) -> float:
+    """The cosine a list measured, from the index-scale similarity: as `_Linear` fuses it (clipped at 0)."""
+    return max(0.0, cosine_from_index(similarity))

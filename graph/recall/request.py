@@ -31,6 +31,9 @@ class RecallRequest:
     # in effect at the revision served is checked in the same first round trip; if it is another
     # version, PolicyChangedError carries it (`.default`) and the caller retries with that one.
     check_default: bool = False
+    # Explain the packet: each item's score in parts, and which rule hid what. Derived from the packet,
+    # so never part of its fingerprint; off, the ranking builds nothing of it.
+    explain: bool = False
     # Names of GDS projections this recall created, so `recall` can drop them if the transaction died.
     projections: list[str] = field(default_factory=list, compare=False)
 

@@ -24,9 +24,9 @@ def test_ppr_reorders_and_fills_below_the_protected_top() -> None:
     sims = {"a": 0.95, "b": 0.9, "c": 0.6, "d": 0.7}
     graph = {"c": 1.0, "d": 0.2}  # PPR strongly favours a bridge claim with little direct match
     query = "What does Ravi Alvarez take?"
-    plain, _, _ = rank(rows, sims, query, Policy(version="p"), None, limit=4)
-    off, _, _ = rank(rows, sims, query, Policy(version="p", graph_expansion="ppr", graph_weight=3.0,
-                                            ppr_protect_top=0), None, None, graph, limit=4)
+    plain = rank(rows, sims, query, Policy(version="p"), None, limit=4).items
+    off = rank(rows, sims, query, Policy(version="p", graph_expansion="ppr", graph_weight=3.0,
+                                         ppr_protect_top=0), None, None, graph, limit=4).items
     on, total, _ = rank(rows, sims, query, Policy(version="p", graph_expansion="ppr", graph_weight=3.0,
                                                ppr_protect_top=2), None, None, graph, limit=4)
     assert off[0].id == "c"  # unprotected, the bridge takes rank 1

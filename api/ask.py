@@ -1,0 +1,192 @@
+"""Multi-round recall and `ask`: retrieval rounds over `Memory.recall`, fused, and the reader on top.
+
+Why it is built this way:
+
+* **Every round is an ordinary recall**, logged to the packet log, so each round's packet has its
+  fingerprint and `replay(fingerprint)` recomputes it like any other. Later rounds are pinned to
+  round 1's store revision, policy version and projections_seq, so a write landing between rounds
+  cannot make one answer mix two states of the store; the whole result is a function of round 1's
+  revision (and, for IRCoT, of the reader's answers).
+* **Two ways to make the next query.** The offline expansion (graph.rounds: the question plus the
+  subjects and bridge entities of the top items) needs no model; IRCoT's uses the reader's
+  thought, which names what is still missing. Rounds stop early when the next query would add
+  nothing, or (policy `ask_stop_when_answered`) once the reader answered with a valid citation.
+* **Bounded**: at most `ask_rounds` rounds (≤ limits.MAX_ASK_ROUNDS), one reader call per round;
+  the reader sees the fused items of the rounds so far, at most k per round.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from extraction.reader import Reader, ReaderOptions, Reading
+from graph import packet_log, policies
+from graph import rounds as rounds_q
+from schema import limits
+from schema.ask import AskResult, FusedItem, MultiRoundRecall, ReaderCost, RecallRound, RoundOrigin
+from schema.errors import BadInputError, LimitExceededError
+from schema.models import ContextPacket, Policy
+
+if TYPE_CHECKING:
+    from datetime import date, datetime
+
+    from api.memory import Memory
+
+Expansion = Literal["thought", "offline"]
+EXPANSIONS: tuple[str, ...] = ("thought", "offline")
+
+
+def check_rounds(rounds: object, field: str = "rounds") -> int | None:
+    if rounds is None:
+        return None
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise BadInputError(f"{field} must be a positive integer", field=field)
+    if rounds > limits.MAX_ASK_ROUNDS:
+        raise LimitExceededError(f"{field} must be at most {limits.MAX_ASK_ROUNDS}", field=field,
+                                 limit=limits.MAX_ASK_ROUNDS)
+    return rounds
+
+
+class Rounds:
+    """The rounds of one question, all at round 1's revision, policy and projections_seq."""
+
+    def __init__(self, mem: Memory, question: str, *, k: int | None, policy_version: str | None,
+                 as_of_revision: int | None, valid_at: datetime | date | str | None) -> None:
+        self.mem, self.question = mem, question
+        self.k, self.policy_version, self.as_of_revision, self.valid_at = k, policy_version, as_of_revision, valid_at
+        self.rounds: list[RecallRound] = []
+        self.policy: Policy | None = None
+        self._expanded_from: list[str] = []  # ids whose subjects/entities an earlier round already added
+
+    @property
+    def packets(self) -> list[ContextPacket]:
+        return [r.packet for r in self.rounds]
+
+    def run(self, query: str, origin: RoundOrigin, added: list[str]) -> ContextPacket:
+        """One round; round 1 fixes the revision, policy and projections_seq the later ones reuse."""
+        first = self.rounds[0].packet if self.rounds else None
+        if first is None:
+            packet = self.mem.recall(query, k=self.k, policy_version=self.policy_version,
+                                     as_of_revision=self.as_of_revision, valid_at=self.valid_at)
+            self.policy, _ = policies.resolve_policy(self.mem.rt.driver, self.mem.namespace, packet.policy_version,
+                                                     self.mem.rt.settings.database)
+        else:
+            packet = self.mem.recall(query, k=first.k, policy_version=first.policy_version,
+                                     as_of_revision=first.store_revision, valid_at=first.valid_at,
+                                     projections_seq=first.projections_seq)
+        if not self.mem.log_packets:  # Memory.recall logged it already otherwise; every round must replay
+            packet_log.log_packet(self.mem.rt.driver, packet, self.mem.rt.settings.database)
+        self.rounds.append(RecallRound(round=len(self.rounds) + 1, origin=origin, query=query, added_terms=added,
+                                       packet=packet))
+        return packet
+
+    def offline_terms(self) -> list[str]:
+        """The offline expansion of the last round's packet (graph.rounds.expansion_terms)."""
+        assert self.policy is not None
+        packet = self.rounds[-1].packet
+        top = [it.id for it in packet.items if it.id not in set(self._expanded_from)][:self.policy.expansion_items]
+        bridges = rounds_q.bridge_entities(self.mem.rt.driver, self.mem.namespace, top, packet.projections_seq,
+                                           self.policy.ppr_max_degree, self.mem.rt.settings.database)
+        terms = rounds_q.expansion_terms(self.question, packet, bridges, self.policy, self._expanded_from)
+        self._expanded_from.extend(top)
+        return terms
+
+    def next_query(self, terms: list[str]) -> str | None:
+        """The question plus `terms`, or None when that adds nothing or repeats an earlier round's query."""
+        query = rounds_q.expanded_query(self.question, terms, limits.MAX_QUERY_CHARS)
+        if query == self.question or query in {r.query for r in self.rounds}:
+            return None
+        return query
+
+    def fused(self, k: int) -> list[FusedItem]:
+        assert self.policy is not None
+        return rounds_q.fuse(self.packets, self.policy, k)
+
+
+def recall_rounds(mem: Memory, query: str, *, rounds: int | None = None, k: int | None = None,
+                  policy_version: str | None = None, as_of_revision: int | None = None,
+                  valid_at: datetime | date | str | None = None) -> MultiRoundRecall:
+    """Recall with offline expansion rounds (no model): round 1 with the query, each later round with
+    the query expanded by what the round before found, fused (graph.rounds.fuse) to the first k."""
+    wanted = check_rounds(rounds)
+    state = Rounds(mem, query, k=k, policy_version=policy_version, as_of_revision=as_of_revision, valid_at=valid_at)
+    first = state.run(query.strip(), "question", [])
+    state.question = first.query
+    assert state.policy is not None
+    total = wanted if wanted is not None else max(2, state.policy.ask_rounds)
+    while len(state.rounds) < total:
+        terms = state.offline_terms()
+        nxt = state.next_query(terms)
+        if nxt is None:
+            break
+        state.run(nxt, "expansion", terms)
+    return MultiRoundRecall(namespace=mem.namespace, query=first.query, policy_version=first.policy_version,
+                            k=first.k, store_revision=first.store_revision, rounds=state.rounds,
+                            items=state.fused(first.k))
+
+
+def ask(mem: Memory, question: str, *, llm_model: str | None = None, rounds: int | None = None,
+        expansion: str | None = None, k: int | None = None, policy_version: str | None = None,
+        as_of_revision: int | None = None, valid_at: datetime | date | str | None = None,
+        options: ReaderOptions | None = None) -> AskResult:
+    """Answer `question` from memory (module docstring): rounds of recall, the reader on their fused
+    items after each, and the answer with the claim ids it rests on."""
+    if not isinstance(question, str) or not question.strip():
+        raise BadInputError("question must not be empty", field="question")
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInputError("question must be valid Unicode text (it holds a lone surrogate)",
+                            field="question") from None
+    if len(question) > limits.MAX_QUERY_CHARS:
+        raise LimitExceededError(f"question must be at most {limits.MAX_QUERY_CHARS} characters",
+                                 field="question", limit=limits.MAX_QUERY_CHARS)
+    wanted = check_rounds(rounds)
+    if expansion is not None and expansion not in EXPANSIONS:
+        raise BadInputError(f"expansion must be one of {', '.join(EXPANSIONS)}", field="expansion")
+    if llm_model is not None and (not isinstance(llm_model, str) or not llm_model.strip()
+                                  or len(llm_model) > 200):
+        raise BadInputError("llm_model must be a litellm model name of 1-200 characters", field="llm_model")
+    state = Rounds(mem, question, k=k, policy_version=policy_version, as_of_revision=as_of_revision,
+                   valid_at=valid_at)
+    first = state.run(question.strip(), "question", [])
+    state.question = first.query
+    policy = state.policy
+    assert policy is not None
+    model = (llm_model or "").strip() or policy.reader_model
+    if not model:
+        raise BadInputError(f"no reader model: policy {policy.version!r} has no reader_model; pass llm_model",
+                            field="llm_model")
+    total = wanted if wanted is not None else policy.ask_rounds
+    how = expansion or policy.ask_expansion
+    reader = Reader(model, options)
+    cost = ReaderCost()
+    thoughts: list[str] = []
+    reading: Reading | None = None
+    while True:
+        if how == "offline":  # retrieval rounds first, one reading of their fusion at the end
+            if len(state.rounds) < total:
+                terms = state.offline_terms()
+                nxt = state.next_query(terms)
+                if nxt is not None:
+                    state.run(nxt, "expansion", terms)
+                    continue
+            reading = reader.read(state.question, state.fused(first.k * len(state.rounds)), [], cost)
+            break
+        reading = reader.read(state.question, state.fused(first.k * len(state.rounds)), thoughts, cost)
+        answered = not reading.not_in_memory
+        if len(state.rounds) >= total or (answered and policy.ask_stop_when_answered) or not reading.thought:
+            break
+        nxt = state.next_query([reading.thought])
+        if nxt is None:
+            break
+        thoughts.append(reading.thought)
+        state.run(nxt, "thought", [reading.thought])
+    items = state.fused(first.k * len(state.rounds))
+    return AskResult(namespace=mem.namespace, question=state.question, answer=reading.answer,
+                     thought=reading.thought, not_in_memory=reading.not_in_memory, cited_ids=reading.cited_ids,
+                     dropped_citations=reading.dropped_citations, model=model, policy_version=first.policy_version,
+                     store_revision=first.store_revision, rounds=state.rounds, items=items, cost=cost)
+
+
+__all__ = ["EXPANSIONS", "Rounds", "ask", "check_rounds", "recall_rounds"]
