@@ -95,9 +95,11 @@ def migrate(
     )
     applied = {int(r["v"]) for r in records}
     migrations = load_migrations(embedding_dimension)
+    ran = False
     for migration in migrations:
         if migration.version in applied:
             continue
+        ran = True
         for statement in migration.statements:
             driver.execute_query(statement, database_=database)  # DDL: packaged text only
         driver.execute_query(
@@ -112,5 +114,8 @@ def migrate(
         "SET m.version = $version",
         dim=embedding_dimension, model=embedding_model, version=version, database_=database,
     )
-    driver.execute_query("CALL db.awaitIndexes($t)", t=int(index_timeout_s), database_=database)
+    # Only after creating indexes: `awaitIndexes` waits for every index of the database, and a tenant's
+    # own indexes (graph.claim_index) may be populating for minutes — no process start may wait on that.
+    if ran:
+        driver.execute_query("CALL db.awaitIndexes($t)", t=int(index_timeout_s), database_=database)
     return version
