@@ -392,8 +392,12 @@ def explain_lines(packet: ContextPacket) -> list[str]:
         if e.lending is not None:
             parts.append(f"lending {e.lending.contribution:.4f} via {e.lending.via}")
         factors = [f"{p.rule} {p.factor:g}" for p in e.penalties] + [f"decay {e.decay.factor:.4f}"]
-        lines.append(f"#{it.rank} {it.score:.4f} = ({' + '.join(parts)}) × {' × '.join(factors)}"
-                     f"  [{e.fusion}{', protected top' if e.protected else ''}]")
+        fused = f"({' + '.join(parts)}) × {' × '.join(factors)}  [{e.fusion}{', protected top' if e.protected else ''}]"
+        if e.rerank is not None:  # the reranker's score replaced the fused one
+            lines.append(f"#{it.rank} {it.score:.4f} = {e.rerank.method} {e.rerank.model}, replacing fused "
+                         f"#{e.rerank.fused_rank} {e.rerank.replaced:.4f} = {fused}")
+        else:
+            lines.append(f"#{it.rank} {it.score:.4f} = {fused}")
     for rule in packet.hidden_explanation or []:
         lines.append(f"hidden {rule.count} by {rule.rule} ({rule.detail}): {', '.join(rule.ids)}")
     return lines

@@ -53,6 +53,12 @@ class ScoreDecay:
     pass
 
 
+@sp.type(model=m.ScoreRerank, all_fields=True,
+         description="A reranker's score, which replaced the fused score as the item's.")
+class ScoreRerank:
+    method: str
+
+
 @sp.type(model=m.ScoreExplanation, all_fields=True,
          description="How the score was made (recall with explain): fused = vector + lexical + graph + lending "
                      "contributions; relevance = fused × penalties; score = relevance × decay.")
@@ -64,6 +70,7 @@ class ScoreExplanation:
     lending: ScoreLending | None
     penalties: list[ScorePenalty]
     decay: ScoreDecay
+    rerank: ScoreRerank | None
 
 
 @sp.type(model=m.HiddenRule, all_fields=True,
@@ -158,6 +165,7 @@ class Policy:
     extractor: str
     inferred_judge: str
     ask_expansion: str
+    rerank: str
     contradiction: ContradictionSettings
 
 
@@ -328,6 +336,11 @@ class PolicyInput:
     inferred_judge: str | None = None
     inferred_llm_model: str | None = None
     inferred_candidate_similarity: float | None = None
+    rerank: str | None = None
+    rerank_model: str | None = None
+    rerank_top: int | None = None
+    dedup_jaccard: float | None = None
+    subject_terms: bool | None = None
 
     def to_raw(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self).items() if v is not None}

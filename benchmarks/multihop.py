@@ -151,7 +151,8 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool = False,
-                single_names: bool = False, prefix: str = "bench-multihop") -> DatasetResult:
+                single_names: bool = False, prefix: str = "bench-multihop",
+                embed_subjects: bool = True) -> DatasetResult:
     from api.memory import Memory
     from api.runtime import Runtime
     from api.worker import ProjectionWorker, WorkerConfig
@@ -167,7 +168,7 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
         for i in range(0, len(ds.passages), 1000):
             chunk = ds.passages[i:i + 1000]
             res = mem.ingest_many([{"content": p.text, "source": "wiki", "metadata": {"subject": p.title}}
-                                   for p in chunk])
+                                   for p in chunk], embed_subjects=embed_subjects)
             ids.extend(str(it.id) for it in res.items)
         write_s = time.perf_counter() - started
         started = time.perf_counter()
@@ -321,6 +322,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policy", type=str, default=None, help="JSON knobs of the hybrid+ppr mode (the tuned choice)")
     ap.add_argument("--min-relevance", type=float, nargs="*", default=[],
                     help="also run hybrid and hybrid+ppr with each of these relevance floors (policy min_relevance)")
+    ap.add_argument("--no-embed-subjects", action="store_true",
+                    help="embed passages without their title (the behaviour before subjects entered the vector)")
+    ap.add_argument("--subject-terms", action="store_true",
+                    help="also run the hybrid modes with the policy's subject_terms (lexical match scores titles)")
     ap.add_argument("--out", type=Path, default=DEFAULT_RESULTS_DIR / "multihop-latest.json")
     ap.add_argument("--namespace-prefix", default="bench-multihop",
                     help="namespaces are <prefix>-<dataset>-<random>, so runs can share a server")
@@ -331,19 +336,23 @@ def main(argv: list[str] | None = None) -> int:
     for floor in args.min_relevance:
         base[f"hybrid floor={floor:g}"] = {**BASE["hybrid"], "min_relevance": floor}
         base[f"hybrid+ppr floor={floor:g}"] = {**base["hybrid+ppr"], "min_relevance": floor}
+    if args.subject_terms:
+        base |= {f"{name} subject-terms": {**knobs, "subject_terms": True} for name, knobs in base.items()}
     base = {name: _supported(knobs) for name, knobs in base.items()}
     loaders = {"musique": load_musique, "hotpotqa": load_hotpotqa}
     results = []
     for name in args.datasets:
         ds = loaders[name](args.data)
         policies = base | ({k: _supported(v) for k, v in GRID.items()} if args.tune and name == "musique" else {})
-        results.append(run_dataset(ds, policies, single_names=args.single_names, prefix=args.namespace_prefix))
+        results.append(run_dataset(ds, policies, single_names=args.single_names, prefix=args.namespace_prefix,
+                                   embed_subjects=not args.no_embed_subjects))
         if args.pooled:
             results.append(run_dataset(with_distractors(ds, args.data), base, single_names=args.single_names,
-                                       prefix=args.namespace_prefix))
+                                       prefix=args.namespace_prefix, embed_subjects=not args.no_embed_subjects))
         print(table(results[-2 if args.pooled else -1:]), flush=True)
     payload = {"benchmark": "multihop", "at": datetime.now(UTC).isoformat(), "python": platform.python_version(),
-               "single_names": args.single_names, "tuned_on": "musique",
+               "single_names": args.single_names, "embed_subjects": not args.no_embed_subjects,
+               "tuned_on": "musique",
                "results": [r.__dict__ | {"modes": [m.__dict__ for m in r.modes]} for r in results]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=2))

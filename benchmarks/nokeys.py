@@ -1,12 +1,15 @@
 """Memory without keys: do agents that never name a claim_key still get only what is true now?
 
-Two corpora, side by side, in one run, against one Neo4j:
+Three corpora, side by side, in one run, against one Neo4j:
 
 * **the frozen set** `benchmarks/data/nokeys_eval.jsonl` (50 subjects × 3 versions in 10 domains the
   generator does not use, hand-written paraphrased updates, a restatement of one version per
   subject and two hard distractors each; see benchmarks/data/README.md), reported separately for its
   `dev` split (35 subjects, the only one the judge was developed against) and its `heldout` split
   (15 subjects, never looked at while tuning);
+* **the second frozen set** `benchmarks/data/nokeys_eval_b.jsonl` (40 subjects × 3 versions in 10 more
+  domains, written the same way before the judge changes it measures; every subject held out),
+  reported as its own group `set_b`;
 * **the generator** of `benchmarks/temporal.py` (clinical, devops, legal, finance) in its `--no-keys`
   form, so the numbers can be compared with `python -m benchmarks.temporal --no-keys`.
 
@@ -59,11 +62,15 @@ from benchmarks.temporal import (
     generate_corpus,
     percentile,
 )
+from graph.claim_index import vector_hits
 
 DATA = Path(__file__).resolve().parent / "data" / "nokeys_eval.jsonl"
+DATA_B = Path(__file__).resolve().parent / "data" / "nokeys_eval_b.jsonl"
+SET_B = "set_b"   # the second set's group: all of it is held out, so it is not split
 THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 RECENCY_CYPHER = (
-    "CALL db.index.vector.queryNodes('claim_embedding', $n, $vec) YIELD node, score "
+    # The namespace's own claims only, as recall searches them (graph.claim_index).
+    "MATCH (st:Store {namespace: $ns}) " + vector_hits("st", "$vec", "$n") +
     "WITH count(*) AS raw, collect(CASE WHEN node.namespace = $ns THEN {id: node.id, revision: node.revision, "
     "pos: coalesce(node.batch_index, 0), score: score, embedding: node.embedding} END) AS hits "
     "RETURN raw, hits"
@@ -101,13 +108,14 @@ class SetSubject:
         return {c.id or "" for c in self.claims if c.role in {"version", "restatement"} and c.version < 3}
 
 
-def load_set(path: Path = DATA) -> list[SetSubject]:
+def load_set(path: Path = DATA, group: str | None = None) -> list[SetSubject]:
+    """The subjects of a set file; `group` replaces every row's `split` (a set reported as a whole)."""
     out: list[SetSubject] = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
         row = json.loads(line)
-        s = SetSubject(row["id"], row["domain"], row["split"], row["query"])
+        s = SetSubject(row["id"], row["domain"], group or row["split"], row["query"])
         for v, version in enumerate(row["versions"], start=1):
             s.claims.append(SetClaim(version["text"], s.id, "version", v, v))
         r = row["restatement"]
@@ -261,7 +269,7 @@ class Queries:
     texts: list[str]
     correct: list[set[str]]
     stale: list[set[str]]
-    groups: list[str]           # dev | heldout | generator, per query
+    groups: list[str]           # dev | heldout | set_b | generator, per query
 
 
 def _score(ids_per_query: Sequence[list[str]], q: Queries, groups: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -293,7 +301,10 @@ def _parse(args_list: list[str] | None) -> argparse.Namespace:
                    "bench-nokeys-<hex>); they must be empty")
     p.add_argument("--keep", action="store_true", help="keep the namespaces afterwards")
     p.add_argument("--data", type=Path, default=DATA, help="the evaluation set (default: the frozen one)")
-    p.add_argument("--quick", action="store_true", help="only the set's dev split, no generator unless asked")
+    p.add_argument("--data-b", default=str(DATA_B), help="the second evaluation set, reported as its own group "
+                   "(default: the frozen one; '' skips it)")
+    p.add_argument("--quick", action="store_true", help="only the first set's dev split, no second set, no "
+                   "generator unless asked")
     p.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS_DIR, help="where JSON results go")
     a = p.parse_args(args_list)
     if a.generator_distractors is None:
@@ -322,9 +333,14 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
     base_rt = Runtime.from_env()
     rt = Runtime(base_rt.settings, base_rt.driver, cast(Embedder, _FreshQueryEmbedder(base_rt.embedder)),
                  base_rt.schema_version)
-    subjects = load_set(args.data)
-    if args.quick:
-        subjects = [s for s in subjects if s.split == "dev"]
+    def set_data(corpus: str) -> list[SetSubject]:
+        if corpus == "setb":
+            return load_set(Path(args.data_b), SET_B)
+        data = load_set(args.data)
+        return [s for s in data if s.split == "dev"] if args.quick else data
+
+    use_b = bool(args.data_b) and not args.quick
+    subjects = set_data("set") + (set_data("setb") if use_b else [])
     corpus = (generate_corpus(args.generator_keys, args.versions, args.generator_distractors, args.seed)
               if args.generator_keys > 0 else None)
     policies = {"off": Policy(version="bench-nokeys-off"),
@@ -333,7 +349,7 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
         policies["llm"] = Policy(version="bench-nokeys-llm", inferred_supersession=True, inferred_judge="llm",
                                  inferred_llm_model=args.llm_model)
     llm_options = LlmInferenceOptions(completion_kwargs={"api_base": args.llm_api_base} if args.llm_api_base else {})
-    corpora = ["set"] + (["generator"] if corpus is not None else [])
+    corpora = ["set"] + (["setb"] if use_b else []) + (["generator"] if corpus is not None else [])
     namespaces = {(c, a): f"{args.namespace_prefix}-{c}-{a}" for c in corpora for a in policies}
     for ns in namespaces.values():
         existing, _, _ = rt.driver.execute_query("MATCH (s:Store {namespace: $ns}) RETURN count(s) AS n", ns=ns,
@@ -356,12 +372,10 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
             arms[(c, a)] = arm
             config = WorkerConfig(policy_version=arm.policy.version, pagerank=False, llm_inference=llm_options)
             t0 = time.perf_counter()
-            if c == "set":
-                data = load_set(args.data)
-                if args.quick:
-                    data = [s for s in data if s.split == "dev"]
+            if c in {"set", "setb"}:
+                data = set_data(c)
                 ingest_set(data, mem, args.seed, _catch_up(arm, config))
-                set_by_arm[a] = data
+                set_by_arm.setdefault(a, []).extend(data)
             else:
                 gen = generate_corpus(args.generator_keys, args.versions, args.generator_distractors, args.seed)
                 _ingest(gen, mem, args.versions, args.seed, keys=False, after_round=_catch_up(arm, config))
@@ -386,13 +400,13 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
                     q.groups.append("generator")
             return q
 
-        groups = ["dev", "heldout", "generator"]
+        groups = ["dev", "heldout", SET_B, "generator"]
         metrics: dict[str, dict[str, Any]] = {}
         failures: dict[str, list[dict[str, Any]]] = {}
         latency: dict[str, list[float]] = {}
         t0 = time.perf_counter()
         off = queries("off")
-        ns_of = {"dev": "set", "heldout": "set", "generator": "generator"}
+        ns_of = {"dev": "set", "heldout": "set", SET_B: "setb", "generator": "generator"}
         # plain RAG and the recency control: over the inference-off namespaces
         rag_ids: list[list[str]] = []
         sweeps: dict[float, list[list[str]]] = {t: [] for t in THRESHOLDS}
@@ -410,16 +424,16 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
         metrics["recency_control"] = sweep[best_t]
         # Collateral: each distractor of the set asked for in its own words must still come back first —
         # what a recency control that collapses "similar" claims gives up.
-        own = [(c, s.split) for s in set_by_arm.get("off", []) for c in s.claims if c.role.startswith("same_")]
+        own = [(d, s.split) for s in set_by_arm.get("off", []) for d in s.claims if d.role.startswith("same_")]
         found = {"plain_rag": {}, "recency_control": {}}  # type: dict[str, dict[str, list[int]]]
-        for c, split in own:
-            vec = rt.embedder.embed_query(c.text)
-            hits = _index_hits(rt, namespaces[("set", "off")], vec, args.k * 10)
+        for d, split in own:
+            vec = rt.embedder.embed_query(d.text)
+            hits = _index_hits(rt, namespaces[(ns_of[split], "off")], vec, args.k * 10)
             for name, top in (("plain_rag", [str(h["id"]) for h in hits[:1]]),
                               ("recency_control", recency_collapse(hits, best_t, 1))):
                 found[name].setdefault(split, [0, 0])
                 found[name][split][0] += 1
-                found[name][split][1] += top[:1] == [c.id]
+                found[name][split][1] += top[:1] == [d.id]
         for a in policies:
             q = queries(a)
             ids: list[list[str]] = []
@@ -433,13 +447,13 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
             if a in set_by_arm:
                 tally: dict[str, list[int]] = {}
                 for s in set_by_arm[a]:
-                    for c in s.claims:
-                        if c.role.startswith("same_"):
-                            arm = arms[("set", a)]
-                            got = arm.mem.recall(c.text, k=1, policy_version=arm.policy.version).items
+                    for d in s.claims:
+                        if d.role.startswith("same_"):
+                            arm = arms[(ns_of[s.split], a)]
+                            got = arm.mem.recall(d.text, k=1, policy_version=arm.policy.version).items
                             tally.setdefault(s.split, [0, 0])
                             tally[s.split][0] += 1
-                            tally[s.split][1] += bool(got) and got[0].id == c.id
+                            tally[s.split][1] += bool(got) and got[0].id == d.id
                 found["inference_off" if a == "off" else a] = tally
             text_of = {c.id: c.text for s in set_by_arm.get(a, []) for c in s.claims if c.id}
             failures["inference_off" if a == "off" else a] = [
@@ -455,9 +469,9 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
         for a in policies:
             entry: dict[str, Any] = {}
             if a in set_by_arm:
-                for split in ("dev", "heldout"):
+                for split in ("dev", "heldout", SET_B):
                     if any(s.split == split for s in set_by_arm[a]):
-                        entry[split] = set_link_report(set_by_arm[a], rt, namespaces[("set", a)], split)
+                        entry[split] = set_link_report(set_by_arm[a], rt, namespaces[(ns_of[split], a)], split)
             if a in gen_by_arm:
                 rep = _inference_report(gen_by_arm[a], rt, namespaces[("generator", a)], args.versions)
                 entry["generator"] = {k: v for k, v in rep.items() if k not in {"link_examples"}}
@@ -469,11 +483,14 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
         results.update({
             "parameters": {"k": args.k, "seed": args.seed, "generator_keys_per_domain": args.generator_keys,
                            "generator_distractors": args.generator_distractors, "versions": args.versions,
-                           "llm_model": args.llm_model, "data": str(args.data), "quick": args.quick,
+                           "llm_model": args.llm_model, "quick": args.quick,
+                           "data": _relative(Path(args.data)),
+                           "data_b": _relative(Path(args.data_b)) if use_b else None,
                            "namespaces": {f"{c}-{a}": ns for (c, a), ns in namespaces.items()},
                            "policies": {a: p.model_dump(mode="json") for a, p in policies.items()},
                            "recency_threshold": best_t},
-            "counts": {"set_subjects": {sp: sum(1 for s in subjects if s.split == sp) for sp in ("dev", "heldout")},
+            "counts": {"set_subjects": {sp: sum(1 for s in subjects if s.split == sp)
+                                        for sp in ("dev", "heldout", SET_B)},
                        "set_claims": sum(len(s.claims) for s in subjects),
                        "generator_keys": len(corpus.keys) if corpus else 0,
                        "generator_claims": (len(corpus.keys) * args.versions + len(corpus.distractors)
@@ -497,6 +514,15 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
     return results
 
 
+def _relative(path: Path) -> str:
+    """A data path as results record it: relative to the repository when it lies inside it."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        return str(path.resolve().relative_to(root))
+    except ValueError:
+        return path.name
+
+
 def _sum(passes: Sequence[dict[str, Any]]) -> dict[str, Any]:
     keys = ("batches", "subjects", "inferred_pairs", "inferred_supersessions", "inference_llm_calls",
             "inference_llm_failed_pairs")
@@ -514,8 +540,9 @@ def _sum(passes: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def render(r: dict[str, Any]) -> str:
     m, links, p = r["metrics"], r["links"], r["parameters"]
     arms = [a for a in ("plain_rag", "recency_control", "inference_off", "offline", "llm") if a in m]
-    groups = [g for g in ("dev", "heldout", "generator") if any(g in m[a] for a in arms)]
+    groups = [g for g in ("dev", "heldout", SET_B, "generator") if any(g in m[a] for a in arms)]
     label = {"dev": "set, dev split (tuned on)", "heldout": "set, HELD-OUT split (never tuned on)",
+             SET_B: "second set, all held out (never tuned on)",
              "generator": "generator (benchmarks.temporal --no-keys)"}
     names = {"plain_rag": "plain RAG", "recency_control": f"recency control (cos ≥ {p['recency_threshold']})",
              "inference_off": "inference off", "offline": "offline inference", "llm": f"LLM judge ({p['llm_model']})"}

@@ -34,6 +34,9 @@ class PreparedClaim:
     claim: ClaimInput
     embedding: list[float]
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    # The declared subject the embedding was computed with ("subject: content", schema.subjects);
+    # stored as `search_subject` so what the vector saw is on the claim. None: content alone.
+    subject: str | None = None
 
 
 class _NothingToWrite(Exception):
@@ -93,7 +96,8 @@ def _props(p: PreparedClaim, namespace: str) -> dict[str, Any]:
         "metadata_json": json.dumps(c.metadata, sort_keys=True, separators=(",", ":")),
     }
     optional = {"claim_key": c.claim_key, "tau": c.tau, "valid_from": c.valid_from,
-                "valid_to": c.valid_to, "idempotency_key": c.idempotency_key, "correction": c.correction or None}
+                "valid_to": c.valid_to, "idempotency_key": c.idempotency_key, "correction": c.correction or None,
+                "search_subject": p.subject}
     props.update({k: v for k, v in optional.items() if v is not None})
     return props
 

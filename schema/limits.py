@@ -15,6 +15,7 @@ MAX_REASON_CHARS = 1_000
 MAX_TAU_SECONDS = 100 * 365 * 24 * 3600.0
 MAX_K_CEILING = 200
 MAX_CANDIDATES = 5_000
+MAX_RERANK_TOP = 200  # candidates a reranker rescores per recall (a model call each, or one long prompt)
 MAX_HISTORY = 1_000
 MAX_PAGE = 100
 # Retrieval rounds of one `ask` / multi-round recall: each round is a recall (and, for ask, a reader

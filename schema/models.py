@@ -109,6 +109,10 @@ class Policy(BaseModel):
     oversampling: int = Field(default=4, ge=1, le=50)
     fusion: Literal["linear", "rrf"] = "linear"
     identifier_boost: float = Field(default=2.0, ge=1, le=10)
+    # Lexical match also scores the subject a claim's metadata declares (`subject`, else `title`;
+    # schema.subjects), as its vector already embeds it at ingest. Recall-time only: the fulltext
+    # index that proposes candidates covers `content`. Off until measured (benchmarks/README.md).
+    subject_terms: bool = False
     # Relevance factor for a claim that names a sibling of what the query names ("checkout-gateway"
     # for "checkout-scheduler") and not the thing itself; 1.0 turns the rule off.
     sibling_penalty: float = Field(default=0.5, gt=0, le=1)
@@ -156,6 +160,16 @@ class Policy(BaseModel):
     ask_rounds: int = Field(default=2, ge=1, le=limits.MAX_ASK_ROUNDS)
     ask_expansion: Literal["thought", "offline"] = "thought"
     ask_stop_when_answered: bool = True
+    # Stages after fusion (graph/recall/rerank.py, graph/recall/dedup.py), both off by default. `rerank`
+    # rescores the top `rerank_top` of the fused ranking before the cut to k — a sentence-transformers
+    # CrossEncoder (`rerank_model`: a name or a local path) or one batched chat-model call (`rerank_model`:
+    # a litellm model) — and its score replaces the fused one on those items. `dedup_jaccard` removes an
+    # item whose token Jaccard with a higher-ranked kept item is at least the threshold; the next
+    # candidates fill the freed places.
+    rerank: Literal["none", "cross-encoder", "llm"] = "none"
+    rerank_model: str | None = Field(default=None, min_length=1, max_length=500)
+    rerank_top: int = Field(default=20, ge=1, le=limits.MAX_RERANK_TOP)
+    dedup_jaccard: float | None = Field(default=None, gt=0, le=1)
     embedding_model: str = "all-MiniLM-L6-v2"
     contradiction: ContradictionSettings = Field(default_factory=ContradictionSettings)
     # Inferred supersession (background worker, off by default): a newer claim without a
@@ -195,6 +209,9 @@ class Policy(BaseModel):
             raise ValueError("extractor 'llm' needs extractor_model (a litellm model name)")
         if self.inferred_judge == "llm" and not self.inferred_llm_model:
             raise ValueError("inferred_judge 'llm' needs inferred_llm_model (a litellm model name)")
+        if self.rerank != "none" and not self.rerank_model:
+            raise BadInputError(f"rerank {self.rerank!r} needs rerank_model (a CrossEncoder name or path, or a "
+                                "litellm model name)", field="rerank_model")
         return self
 
     def content_hash(self) -> str:
@@ -355,6 +372,17 @@ class ScoreDecay(BaseModel):
     tau_seconds: float
 
 
+class ScoreRerank(BaseModel):
+    """A reranker's verdict on an item: `score` replaced the fused score `replaced` (which had ranked it
+    `fused_rank`) as the item's score. Under `llm` the score is the model's order, (N − position) / N."""
+
+    method: Literal["cross-encoder", "llm"]
+    model: str
+    score: float
+    replaced: float
+    fused_rank: int
+
+
 class ScoreExplanation(BaseModel):
     """How an item's score was made, by the ranking's own arithmetic (graph.recall.ranking):
 
@@ -375,6 +403,8 @@ class ScoreExplanation(BaseModel):
     decay: ScoreDecay
     score: float
     protected: bool = False
+    # Set when a reranker rescored the item: its score replaced `score` (the fused one) as the item's.
+    rerank: ScoreRerank | None = None
 
 
 class HiddenRule(BaseModel):
@@ -468,6 +498,9 @@ class Completeness(BaseModel):
     contradictions_truncated: bool = False
     beliefs_truncated: bool = False
     candidates_exhausted: bool = False
+    # The policy asked for a rerank and none ran (the model could not be loaded or called): the packet
+    # is the fused ranking.
+    rerank_unavailable: bool = False
 
 
 class HiddenCounts(BaseModel):
@@ -482,6 +515,9 @@ class HiddenCounts(BaseModel):
     inferred: int = 0
     # Visible candidates left out because their relevance was below the policy's `min_relevance`.
     below_relevance: int = 0
+    # Visible candidates the dedup stage removed as near-duplicates of a higher-ranked item (policy
+    # `dedup_jaccard`).
+    deduplicated: int = 0
 
 
 # What `explain` adds to a packet: derived from it, so the fingerprint and the packet log leave it out
@@ -511,9 +547,20 @@ class ContextPacket(BaseModel):
     fingerprint: str
     # With `explain`: which rule hid what (HiddenRule). Derived, like the items' `explanation`.
     hidden_explanation: list[HiddenRule] | None = None
+    # The optional stages that ran, in order ("ppr", "rerank:cross-encoder", "rerank:llm", "dedup").
+    stages: list[str] = Field(default_factory=list)
 
     def canonical_json(self) -> str:
+        """What the fingerprint hashes. Fields added to the packet later are left out while they hold
+        their defaults, so a packet that used none of them keeps the fingerprint it always had (logged
+        packets still replay as matching); `stages` is left out always: it follows from the policy and
+        `completeness.rerank_unavailable`, which are in."""
         body = self.model_dump(mode="json", exclude={"served_at": True, "fingerprint": True, **PACKET_DERIVED})
+        body.pop("stages", None)
+        if not body["completeness"].get("rerank_unavailable"):
+            body["completeness"].pop("rerank_unavailable", None)
+        if not body["hidden"].get("deduplicated"):
+            body["hidden"].pop("deduplicated", None)
         return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
     def compute_fingerprint(self) -> str:

@@ -21,12 +21,15 @@ valid_at). Everything that could make it depend on something else is pinned down
 
 The stages, each in its own module: `text` (terms and lexical scores), `candidates` (every
 statement recall runs), `pool` (what the index answers admit, and who lends to whom),
-`expansion` (Personalized PageRank), `ranking` (pure scoring) and `packet` (assembly).
+`expansion` (Personalized PageRank), `ranking` (pure scoring), the optional stages after fusion —
+`rerank` (a cross-encoder or an LLM rescoring the fused head) and `dedup` (near-duplicates out, the
+next candidates in) — and `packet` (assembly).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import NamedTuple
 
 from neo4j import Driver, ManagedTransaction
 
@@ -35,8 +38,9 @@ from graph.facts import packet_beliefs
 from graph.inferred import inferred_successors
 from graph.recall.candidates import VERSIONS_PER_KEY, IndexAnswers, admitted_rows, claims_by_id, item_links
 from graph.recall.candidates import index_answers as _fetch  # a module global: tests count the round trips
+from graph.recall.dedup import dedup
 from graph.recall.expansion import ppr_candidates
-from graph.recall.packet import assemble
+from graph.recall.packet import Staged, assemble
 from graph.recall.pool import (
     Lenders,
     Pool,
@@ -49,6 +53,7 @@ from graph.recall.pool import (
 )
 from graph.recall.ranking import Ranking, rank
 from graph.recall.request import PolicyChangedError, RecallRequest
+from graph.recall.rerank import rerank
 from graph.recall.rows import ClaimRow
 from graph.recall.text import (
     STOPWORDS,
@@ -78,10 +83,15 @@ TEXT_MIN_FETCH = 200
 
 
 def recall(driver: Driver, req: RecallRequest, database: str | None = None) -> ContextPacket:
-    """The packet for `req`, read in one read transaction (so every step sees one snapshot)."""
+    """The packet for `req`. Without a reranker, read in one read transaction (so every step sees one
+    snapshot). With one, the model runs between two: the ranking's, and the packet's links and beliefs,
+    which are read as of the same (revision, seq) and so are what the first transaction would have read."""
     try:
         with driver.session(database=database, default_access_mode="READ") as session:
-            return session.execute_read(_recall_tx, req)
+            if req.policy.rerank == "none":
+                return session.execute_read(_recall_tx, req)
+            ranked = session.execute_read(_ranked_tx, req)
+            return session.execute_read(_packet_tx, req, ranked, _staged(req, ranked))
     except BaseException:
         # The transaction died: its in-transaction drop may not have run. Drop by name, quietly.
         if req.projections:
@@ -89,7 +99,24 @@ def recall(driver: Driver, req: RecallRequest, database: str | None = None) -> C
         raise
 
 
+class Ranked(NamedTuple):
+    """What the ranking transaction hands on: the revision and reference served, the pool and its ranking."""
+
+    revision: int
+    reference: datetime | None
+    seq: int
+    has_facts: bool
+    pool: Pool
+    ranking: Ranking
+    ppr: bool
+
+
 def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
+    ranked = _ranked_tx(tx, req)
+    return _packet_tx(tx, req, ranked, _staged(req, ranked))
+
+
+def _ranked_tx(tx: ManagedTransaction, req: RecallRequest) -> Ranked:
     policy, need = req.policy, req.k * req.policy.oversampling
     # 1. Candidates: both index answers, cut to the visible ones at the revision served.
     got, pool = _admitted_candidates(tx, req, need)
@@ -111,15 +138,42 @@ def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
     pool, lenders = _with_inferred_lenders(tx, req, pool, revision, reference, versions, lenders)
     # 5. Ranking. Every row carries its exact cosine, PPR's additions included; six decimals, because the
     # same text embedded in different batches differs around 1e-7 and that noise must not decide ranks.
+    # Ranked as deep as the stages after it look: the reranker's head, every candidate for dedup.
     similarity = {r.id: round(float(r.sim or 0.0), 6) for r in [*versions, *pool.rows.values()]}
-    ranking = rank(pool.rows.values(), similarity, req.query, policy, reference, lenders, graph_scores, limit=req.k,
-                   explain=req.explain)
-    # 6. Packet: the items' links, contradictions and beliefs as of (revision, seq), then assembly.
-    item_ids = [it.id for it in ranking.items]
+    ranking = rank(pool.rows.values(), similarity, req.query, policy, reference, lenders, graph_scores,
+                   limit=_ranked_depth(req, len(pool.rows)), explain=req.explain)
+    return Ranked(revision, reference, seq, got.has_facts, pool, ranking, graph_scores is not None)
+
+
+def _staged(req: RecallRequest, ranked: Ranked) -> Staged:
+    """6. Rerank the fused head (a model call: outside any transaction when there is one), 7. dedup
+    near-duplicates while cutting to k."""
+    policy = req.policy
+    reranked = rerank(req.query, ranked.ranking.items, policy, req.rerank_options)
+    deduped = dedup(reranked.items, policy.dedup_jaccard, req.k)
+    stages = (["ppr"] if ranked.ppr else []) + ([f"rerank:{policy.rerank}"] if reranked.ran else []) + (
+        ["dedup"] if policy.dedup_jaccard is not None else [])
+    remaining = ranked.ranking.ranked - len(reranked.items) + deduped.remaining
+    return Staged(deduped.items, remaining, deduped.removed, stages, reranked.unavailable)
+
+
+def _packet_tx(tx: ManagedTransaction, req: RecallRequest, ranked: Ranked, staged: Staged) -> ContextPacket:
+    """8. Packet: the items' links, contradictions and beliefs as of (revision, seq), then assembly."""
+    revision, seq = ranked.revision, ranked.seq
+    item_ids = [it.id for it in staged.items]
     supersedes, contradiction_rows = item_links(tx, req.namespace, item_ids, revision, seq)
-    beliefs = (packet_beliefs(tx, req.namespace, item_ids, revision, seq, policy.b)
-               if got.has_facts else ([], False))
-    return assemble(req, revision, reference, seq, pool, ranking, supersedes, contradiction_rows, beliefs)
+    beliefs = (packet_beliefs(tx, req.namespace, item_ids, revision, seq, req.policy.b)
+               if ranked.has_facts else ([], False))
+    return assemble(req, revision, ranked.reference, seq, ranked.pool, ranked.ranking, staged, supersedes,
+                    contradiction_rows, beliefs)
+
+
+def _ranked_depth(req: RecallRequest, candidates: int) -> int:
+    """How many ranked items the stages after fusion need: k, the reranker's head, or (dedup fills
+    freed places from further down) every candidate."""
+    if req.policy.dedup_jaccard is not None:
+        return max(req.k, candidates)
+    return max(req.k, req.policy.rerank_top) if req.policy.rerank != "none" else req.k
 
 
 def _admitted_candidates(tx: ManagedTransaction, req: RecallRequest, need: int) -> tuple[IndexAnswers, Pool]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 from graph.recall.candidates import ContradictionRow
 from graph.recall.pool import Pool
@@ -26,6 +27,16 @@ from schema.models import (
     iso,
     now_utc,
 )
+
+
+class Staged(NamedTuple):
+    """What the stages after fusion made of the ranking (graph.recall.rerank, graph.recall.dedup)."""
+
+    items: list[PacketItem]  # the packet's items, at most k, ranked from 1
+    remaining: int  # ranked candidates that did not enter the packet and were not removed by a stage
+    deduplicated: list[str]  # ids dedup removed
+    stages: list[str]  # the optional stages that ran, in order
+    rerank_unavailable: bool
 
 
 def linked_items(items: Sequence[PacketItem], pool: Pool, supersedes: Mapping[str, str],
@@ -79,20 +90,22 @@ def contradictions(rows: Sequence[ContradictionRow], ids: Sequence[str], revisio
     return out, cut
 
 
-def hidden_counts(pool: Pool, ranking: Ranking) -> HiddenCounts:
+def hidden_counts(pool: Pool, ranking: Ranking, deduplicated: Sequence[str] = ()) -> HiddenCounts:
     """What visibility hid (claims recorded after the revision are not counted), what inference hid,
-    and what the relevance floor cut."""
+    what the relevance floor cut and what dedup removed."""
     hidden = HiddenCounts()
     for reason in pool.hidden.values():
         if reason != "recorded_later":
             setattr(hidden, reason, getattr(hidden, reason) + 1)
     hidden.inferred = len(pool.inferred)
     hidden.below_relevance = len(ranking.below_floor)
+    hidden.deduplicated = len(deduplicated)
     return hidden
 
 
 def hidden_explanation(pool: Pool, ranking: Ranking, revision: int, valid_at: datetime | None,
-                       min_relevance: float) -> list[HiddenRule]:
+                       min_relevance: float, deduplicated: Sequence[str] = (),
+                       dedup_jaccard: float | None = None) -> list[HiddenRule]:
     """Which rule hid which candidates, in the order of `HiddenCounts`' fields: the ids behind every
     count `hidden_counts` makes (a superseded id is split by how it was superseded)."""
     by_reason: dict[str, list[str]] = {}
@@ -125,16 +138,18 @@ def hidden_explanation(pool: Pool, ranking: Ranking, revision: int, valid_at: da
          by_reason.get("expired", [])),
         ("below_relevance", "min_relevance", f"fused relevance (before decay) below the policy's min_relevance "
                                              f"{min_relevance}", sorted(ranking.below_floor)),
+        ("deduplicated", "dedup_jaccard", f"token Jaccard with a higher-ranked item in the packet at least the "
+                                          f"policy's dedup_jaccard {dedup_jaccard}", sorted(deduplicated)),
     ]
     return [HiddenRule(count=count, rule=rule, detail=detail, ids=ids) for count, rule, detail, ids in rules if ids]
 
 
 def assemble(req: RecallRequest, revision: int, reference: datetime | None, seq: int, pool: Pool,
-             ranking: Ranking, supersedes: Mapping[str, str], contradiction_rows: Sequence[ContradictionRow],
-             beliefs: tuple[list[Belief], bool]) -> ContextPacket:
+             ranking: Ranking, staged: Staged, supersedes: Mapping[str, str],
+             contradiction_rows: Sequence[ContradictionRow], beliefs: tuple[list[Belief], bool]) -> ContextPacket:
     """The packet, fingerprinted; `served_at` is the only field the fingerprint leaves out."""
     policy = req.policy
-    items = linked_items(ranking.items, pool, supersedes, revision)
+    items = linked_items(staged.items, pool, supersedes, revision)
     packet_edges, edges_cut = edges(items, supersedes, policy.d)
     packet_contradictions, contra_cut = contradictions(contradiction_rows, [it.id for it in items], revision,
                                                        policy.c)
@@ -144,11 +159,14 @@ def assemble(req: RecallRequest, revision: int, reference: datetime | None, seq:
         projections_seq=seq, items=items,
         contradictions=packet_contradictions, edges=packet_edges, beliefs=beliefs[0],
         completeness=Completeness(
-            items_truncated=ranking.ranked > req.k, edges_truncated=edges_cut,
+            items_truncated=staged.remaining > 0, edges_truncated=edges_cut,
             contradictions_truncated=contra_cut, beliefs_truncated=beliefs[1], candidates_exhausted=pool.exhausted,
+            rerank_unavailable=staged.rerank_unavailable,
         ),
-        hidden=hidden_counts(pool, ranking), served_at=iso(now_utc()) or "", fingerprint="",
-        hidden_explanation=(hidden_explanation(pool, ranking, revision, req.valid_at, policy.min_relevance)
+        hidden=hidden_counts(pool, ranking, staged.deduplicated), served_at=iso(now_utc()) or "", fingerprint="",
+        hidden_explanation=(hidden_explanation(pool, ranking, revision, req.valid_at, policy.min_relevance,
+                                               staged.deduplicated, policy.dedup_jaccard)
                             if req.explain else None),
+        stages=staged.stages,
     )
     return packet.model_copy(update={"fingerprint": packet.compute_fingerprint()})

@@ -32,6 +32,7 @@ from schema.models import (
     ScoreTerm,
     iso,
 )
+from schema.subjects import declared_subject
 
 
 class Ranking(NamedTuple):
@@ -59,8 +60,8 @@ def rank(rows: Iterable[ClaimRow], similarity: Mapping[str, float], query: str, 
     if graph is not None and policy.graph_weight > 0 and policy.ppr_protect_top > 0:
         return _protected(candidates, similarity, query, policy, reference, lenders, graph, limit, explain)
     qterms = set(terms(query))
-    idf = pool_idf([r.content for r in candidates], qterms, policy.identifier_boost)
-    lexical = {r.id: stable_round(weighted_lexical(idf, r.content)) for r in candidates}
+    idf = pool_idf([lexical_text(r, policy) for r in candidates], qterms, policy.identifier_boost)
+    lexical = {r.id: stable_round(weighted_lexical(idf, lexical_text(r, policy))) for r in candidates}
     own_lexical = dict(lexical) if explain else lexical  # _best_versions lends into `lexical` in place
     judged, matched_via = _best_versions(lenders, similarity, lexical, idf, policy)
     fusion: _Linear | _RRF = (_RRF if policy.fusion == "rrf" else _Linear)(candidates, judged, lexical, policy, graph)
@@ -123,12 +124,23 @@ def _best_versions(lenders: Mapping[str, Sequence[ClaimRow]], similarity: Mappin
         best = _evidence(policy, judged.get(cid, 0.0), lexical.get(cid, 0.0))
         for old in sorted(olds, key=lambda o: o.id):
             sim = judged.get(old.id, 0.0)
-            lex = stable_round(weighted_lexical(idf, old.content))
+            lex = stable_round(weighted_lexical(idf, lexical_text(old, policy)))
             if _evidence(policy, sim, lex) > best:
                 best = _evidence(policy, sim, lex)
                 matched_via[cid] = old.id
                 judged[cid], lexical[cid] = sim, lex
     return judged, matched_via
+
+
+def lexical_text(row: ClaimRow, policy: Policy) -> str:
+    """The words a claim's lexical match is scored on: its content, and with `subject_terms` the
+    subject its metadata declares (schema.subjects) — a passage often names its subject only in
+    its title. The subject is read from the row's own metadata, so the score stays a pure function
+    of rows, query and policy."""
+    if not policy.subject_terms or not row.metadata_json:
+        return row.content
+    subject = declared_subject(json.loads(row.metadata_json))
+    return f"{subject} {row.content}" if subject else row.content
 
 
 class _Terms(NamedTuple):

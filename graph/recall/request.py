@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from graph.recall.rerank import RerankOptions
 from schema.models import Policy
 
 
@@ -34,6 +35,8 @@ class RecallRequest:
     # Explain the packet: each item's score in parts, and which rule hid what. Derived from the packet,
     # so never part of its fingerprint; off, the ranking builds nothing of it.
     explain: bool = False
+    # Process-level knobs of the reranker (device, provider plumbing); the reranker itself is policy.
+    rerank_options: RerankOptions | None = field(default=None, compare=False)
     # Names of GDS projections this recall created, so `recall` can drop them if the transaction died.
     projections: list[str] = field(default_factory=list, compare=False)
 

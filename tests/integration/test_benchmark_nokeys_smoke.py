@@ -44,11 +44,13 @@ def test_nokeys_benchmark_runs_every_arm_on_both_corpora(neo4j: Any, tmp_path: P
         monkeypatch.setenv("NEO4J_PASSWORD", neo4j.auth[1])
     data = tmp_path / "set.jsonl"
     data.write_text("".join(json.dumps(s) + "\n" for s in SUBJECTS), encoding="utf-8")
-    r = run(["--data", str(data), "--generator-keys", "2", "--generator-distractors", "4",
+    second = tmp_path / "set_b.jsonl"  # the second set is reported as one group, whatever its rows' split
+    second.write_text("".join(json.dumps({**s, "id": f"b-{s['id']}"}) + "\n" for s in SUBJECTS[:1]), encoding="utf-8")
+    r = run(["--data", str(data), "--data-b", str(second), "--generator-keys", "2", "--generator-distractors", "4",
              "--namespace-prefix", f"t-nokeys-{tmp_path.name[-8:]}", "--results-dir", str(tmp_path)])
     m = r["metrics"]
     assert set(m) == {"plain_rag", "recency_control", "inference_off", "offline"}
-    assert set(m["offline"]) == {"dev", "heldout", "generator"}
+    assert set(m["offline"]) == {"dev", "heldout", "set_b", "generator"}
     off, offline = r["links"]["inference_off"], r["links"]["offline"]
     assert off["dev"]["links"] == 0 and off["generator"]["links"] == 0
     assert offline["dev"]["false_supersessions"] == 0 and offline["heldout"]["false_supersessions"] == 0
