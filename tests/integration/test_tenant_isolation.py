@@ -156,8 +156,12 @@ def test_a_namespace_gets_its_own_indexes_at_the_limit_and_drops_them_with_itsel
         claim_index.drop(driver, ns)
         driver.execute_query("MATCH (s:Store {namespace: $ns}) SET s.claim_indexes = null", ns=ns)
         assert ns in claim_index.unindexed(driver) and existing() == set()
-        assert [it.id for it in mem.recall("harbour crane 4", k=5).items] == [it.id for it in again.items]
+        # Searched exactly again until then: the packet at the first revision is the exact one it was.
+        redo = mem.recall("harbour crane 4", k=5, as_of_revision=exact.store_revision)
+        assert redo.fingerprint == exact.fingerprint and [it.id for it in redo.items] == [it.id for it in exact.items]
         assert claim_index.ensure(driver, ns) and existing() == names and ns not in claim_index.unindexed(driver)
+        rebuilt = mem.recall("harbour crane 4", k=5, as_of_revision=exact.store_revision)
+        assert [it.id for it in rebuilt.items] == [it.id for it in again.items]
     finally:
         drop_namespace(driver, ns)
     assert existing() == set()
