@@ -20,7 +20,6 @@ an `UnavailableError` naming the model, with what was spent so far.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from extraction.contradiction.llm import RateLimiter
+from extraction.llm_client import json_client, price
 from schema.ask import FusedItem, ReaderCost
 from schema.errors import UnavailableError
 
@@ -118,12 +118,7 @@ class Reader:
 
     def _get_client(self) -> Any:
         if self._client is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            import instructor
-            import litellm
-
-            self._client = instructor.from_litellm(self.options.completion or litellm.completion,
-                                                   mode=instructor.Mode.JSON)
+            self._client = json_client(self.options.completion)
         return self._client
 
     def read(self, question: str, items: Sequence[FusedItem], thoughts: Sequence[str], cost: ReaderCost) -> Reading:
@@ -153,13 +148,11 @@ class Reader:
         cost.prompt_tokens += prompt
         cost.completion_tokens += completion
         cost.total_tokens += int(getattr(usage, "total_tokens", 0) or prompt + completion)
-        try:
-            import litellm
-
-            cost.cost_usd = round(cost.cost_usd + float(litellm.completion_cost(completion_response=raw,
-                                                                                model=self.model)), 8)
-        except Exception:
+        usd = price(raw, self.model)
+        if usd is None:
             cost.unpriced_calls += 1
+        else:
+            cost.cost_usd = round(cost.cost_usd + usd, 8)
 
 
 __all__ = ["MAX_CLAIM_CHARS", "SYSTEM_PROMPT", "Reader", "ReaderOptions", "ReaderVerdict", "Reading",

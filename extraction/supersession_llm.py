@@ -14,7 +14,6 @@ the policy's `inferred_min_confidence`.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from extraction.contradiction.llm import RateLimiter
+from extraction.llm_client import json_client, price
 from extraction.supersession import ClaimView, Judgement
 
 log = logging.getLogger(__name__)
@@ -99,21 +99,11 @@ class LlmSupersessionJudge:
 
     def _get_client(self) -> Any:
         if self._client is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            import instructor
-            import litellm
-
-            self._client = instructor.from_litellm(self.options.completion or litellm.completion,
-                                                   mode=instructor.Mode.JSON)
+            self._client = json_client(self.options.completion)
         return self._client
 
     def _cost(self, raw: Any) -> float | None:
-        try:
-            import litellm
-
-            return float(litellm.completion_cost(completion_response=raw, model=self.model))
-        except Exception:
-            return None
+        return price(raw, self.model)
 
     def judge_pairs(self, pairs: Sequence[tuple[ClaimView, ClaimView]], *, min_confidence: float) -> Verdicts:
         """Verdicts for (newer, older) pairs, `batch_size` per call."""

@@ -13,7 +13,6 @@ which the job runner reports while the other detectors carry on.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from extraction.contradiction.types import DetectorUnavailableError, TextPair, Verdict
+from extraction.llm_client import json_client
 
 METHOD = "llm"
 log = logging.getLogger(__name__)
@@ -99,11 +99,7 @@ class LlmJudge:
 
     def _get_client(self) -> Any:
         if self._client is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            import instructor
-            import litellm
-
-            self._client = instructor.from_litellm(litellm.completion, mode=instructor.Mode.JSON)
+            self._client = json_client()
         return self._client
 
     def _call(self, chunk: Sequence[TextPair]) -> Judgements:

@@ -31,7 +31,6 @@ Facts that state no dates take the claim's own world-time window (`ClaimText.val
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -52,6 +51,7 @@ from extraction.entities.extractors import (
 from extraction.entities.job import ClaimText, LinkResult, Proposal, link_and_propose
 from extraction.entities.matcher import EntityMatcher
 from extraction.entities.normalize import canonical, is_value
+from extraction.llm_client import json_client, price
 
 log = logging.getLogger(__name__)
 
@@ -166,22 +166,11 @@ class LlmExtractor:
     # ------------------------------------------------------------------------ model calls
     def _get_client(self) -> Any:
         if self._client is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            import instructor
-            import litellm
-
-            litellm.suppress_debug_info = True
-            self._client = instructor.from_litellm(self.options.completion or litellm.completion,
-                                                   mode=instructor.Mode.JSON)
+            self._client = json_client(self.options.completion)
         return self._client
 
     def _price(self, raw: Any) -> float | None:
-        import litellm
-
-        try:
-            return float(litellm.completion_cost(completion_response=raw, model=self.model))
-        except Exception:  # unknown model (a local server): say "unpriced", never guess
-            return None
+        return price(raw, self.model)
 
     def _price_usage(self, usage: Any) -> float | None:
         import litellm
