@@ -26,7 +26,9 @@ neo4j_app = typer.Typer(no_args_is_help=True, help="The local Neo4j 5.26 + GDS s
 app.add_typer(neo4j_app, name="neo4j")
 policy_app = typer.Typer(no_args_is_help=True, help="Versioned, immutable recall policies.")
 app.add_typer(policy_app, name="policy")
-console = Console(stderr=True)
+# soft_wrap: status lines carry URLs and paths, which must stay one line when stderr is not a terminal
+# (rich wraps at 80 columns there).
+console = Console(stderr=True, soft_wrap=True)
 
 
 class PlainUsage(TyperCommand):

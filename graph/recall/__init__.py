@@ -33,7 +33,6 @@ from typing import NamedTuple
 
 from neo4j import Driver, ManagedTransaction
 
-from graph import gds
 from graph.facts import packet_beliefs
 from graph.inferred import inferred_successors
 from graph.recall.candidates import VERSIONS_PER_KEY, IndexAnswers, admitted_rows, claims_by_id, item_links
@@ -86,17 +85,11 @@ def recall(driver: Driver, req: RecallRequest, database: str | None = None) -> C
     """The packet for `req`. Without a reranker, read in one read transaction (so every step sees one
     snapshot). With one, the model runs between two: the ranking's, and the packet's links and beliefs,
     which are read as of the same (revision, seq) and so are what the first transaction would have read."""
-    try:
-        with driver.session(database=database, default_access_mode="READ") as session:
-            if req.policy.rerank == "none":
-                return session.execute_read(_recall_tx, req)
-            ranked = session.execute_read(_ranked_tx, req)
-            return session.execute_read(_packet_tx, req, ranked, _staged(req, ranked))
-    except BaseException:
-        # The transaction died: its in-transaction drop may not have run. Drop by name, quietly.
-        if req.projections:
-            gds.drop_quietly(driver, req.projections, database)
-        raise
+    with driver.session(database=database, default_access_mode="READ") as session:
+        if req.policy.rerank == "none":
+            return session.execute_read(_recall_tx, req)
+        ranked = session.execute_read(_ranked_tx, req)
+        return session.execute_read(_packet_tx, req, ranked, _staged(req, ranked))
 
 
 class Ranked(NamedTuple):

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from neo4j import ManagedTransaction
 
-from graph import gds
+from graph import ppr
 from graph.recall.candidates import claims_by_id
 from graph.recall.pool import Pool
 from graph.recall.request import RecallRequest
@@ -18,28 +18,25 @@ def ppr_candidates(tx: ManagedTransaction, req: RecallRequest, pool: Pool, seq: 
     reached, and their scores.
 
     Seeds: entities the query names (its canonical n-grams equal an entity's canonical name) and
-    entities mentioned by the top `ppr_seed_candidates` vector candidates. GDS 2.13 has no
-    per-seed weights, so specificity is applied by *choosing*: query-named entities first, then
-    by document frequency ascending (an entity in few claims says more than one in every claim),
-    then id; at most `ppr_seeds`. The claims PPR reaches go through the same visibility filter as
-    every other candidate. Scores are rounded by `graph.gds`; only visible claims are returned.
-    The projection's name is recorded on `req.projections` so a failed recall can drop it.
+    entities mentioned by the top `ppr_seed_candidates` vector candidates, seeded uniformly (as
+    GDS's PageRank does, which graph.ppr follows), so specificity is applied by *choosing*:
+    query-named entities first, then by document frequency ascending (an entity in few claims says
+    more than one in every claim), then id; at most `ppr_seeds`. The claims PPR reaches go through
+    the same visibility filter as every other candidate; only visible claims are returned.
     """
     policy = req.policy
     similarity = {cid: round(float(r.sim or 0.0), 6) for cid, r in pool.rows.items()}
     top = sorted(pool.rows, key=lambda cid: (-similarity.get(cid, 0.0), cid))[: policy.ppr_seed_candidates]
-    query_ids, by_claim = gds.linked_entities(tx, req.namespace, seq, req.query_phrases, top)
+    query_ids, by_claim = ppr.linked_entities(tx, req.namespace, seq, req.query_phrases, top)
     candidate_ids = sorted({e for ids in by_claim.values() for e in ids})
-    df = gds.entity_specificity(tx, req.namespace, seq, sorted(set(query_ids) | set(candidate_ids)),
+    df = ppr.entity_specificity(tx, req.namespace, seq, sorted(set(query_ids) | set(candidate_ids)),
                                 policy.ppr_max_degree)
     named = set(query_ids)
     ordered = sorted(df, key=lambda e: (e not in named, df[e], e))
     seeds = [e for e in ordered if df[e] > 0][: policy.ppr_seeds]
     if not seeds:
         return pool, {}
-    name = gds.projection_name("ppr")
-    req.projections.append(name)
-    scores = gds.personalized_pagerank(tx, req.namespace, seq, seeds, name, damping=policy.ppr_damping, limit=need,
+    scores = ppr.personalized_pagerank(tx, req.namespace, seq, seeds, damping=policy.ppr_damping, limit=need,
                                        max_degree=policy.ppr_max_degree)
     missing = sorted(set(scores) - set(pool.rows) - set(pool.hidden))
     if missing:

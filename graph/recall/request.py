@@ -37,8 +37,6 @@ class RecallRequest:
     explain: bool = False
     # Process-level knobs of the reranker (device, provider plumbing); the reranker itself is policy.
     rerank_options: RerankOptions | None = field(default=None, compare=False)
-    # Names of GDS projections this recall created, so `recall` can drop them if the transaction died.
-    projections: list[str] = field(default_factory=list, compare=False)
 
 
 class PolicyChangedError(Exception):

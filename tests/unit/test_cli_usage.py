@@ -81,3 +81,15 @@ def test_listening_line_points_at_graphiql_and_the_browser(monkeypatch: pytest.M
                                                     "Neo4j at bolt://neo4j:7687")
     monkeypatch.setenv("NEO4J_HTTP_URL", "http://127.0.0.1:7474/")
     assert listening_line("0.0.0.0", 8000).endswith("Neo4j Browser at http://127.0.0.1:7474/browser/")
+
+
+def test_status_lines_never_wrap_when_not_a_terminal() -> None:
+    """`neo4j start` prints a Browser URL longer than 80 columns; split across lines it cannot be clicked
+    or copied (rich wraps at 80 columns when stderr is not a terminal)."""
+    from api.cli import console
+
+    url = "http://127.0.0.1:7474/browser/?dbms=bolt://127.0.0.1:7687&preselectAuthMethod=NO_AUTH"
+    with console.capture() as captured:
+        console.print(f"Neo4j running (pid 12345) at bolt://127.0.0.1:7687; Browser at {url}")
+    assert captured.get().rstrip("\n").endswith(url)
+    assert captured.get().count("\n") == 1
