@@ -35,14 +35,7 @@ from neo4j import Driver, ManagedTransaction
 
 from graph.facts import packet_beliefs
 from graph.inferred import inferred_successors
-from graph.recall.candidates import (
-    VERSIONS_PER_KEY,
-    IndexAnswers,
-    Links,
-    admitted_rows,
-    claims_by_id,
-    item_links,
-)
+from graph.recall.candidates import VERSIONS_PER_KEY, IndexAnswers, admitted_rows, claims_by_id, item_links
 from graph.recall.candidates import index_answers as _fetch  # a module global: tests count the round trips
 from graph.recall.dedup import dedup
 from graph.recall.expansion import ppr_candidates
@@ -109,7 +102,6 @@ class Ranked(NamedTuple):
     pool: Pool
     ranking: Ranking
     ppr: bool
-    links: Links  # the packet links of every row round trip 2 read
 
 
 def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
@@ -127,7 +119,7 @@ def _ranked_tx(tx: ManagedTransaction, req: RecallRequest) -> Ranked:
         seq = min(seq, req.projections_seq)
     # 2. Full rows for what the cut admitted, with their keys' other versions.
     admitted = admitted_rows(tx, req, sorted({*pool.rows, *pool.superseded}), lending_keys(pool),
-                             sorted(pool.superseded), revision, seq)
+                             sorted(pool.superseded), revision)
     pool = with_full_rows(pool, admitted.rows, admitted.inferred)
     versions = [*admitted.rows, *admitted.versions]
     # 3. Graph expansion: PPR's claims join the pool, its scores become a third list.
@@ -143,7 +135,7 @@ def _ranked_tx(tx: ManagedTransaction, req: RecallRequest) -> Ranked:
     similarity = {r.id: round(float(r.sim or 0.0), 6) for r in [*versions, *pool.rows.values()]}
     ranking = rank(pool.rows.values(), similarity, req.query, policy, reference, lenders, graph_scores,
                    limit=_ranked_depth(req, len(pool.rows)), explain=req.explain)
-    return Ranked(revision, reference, seq, got.has_facts, pool, ranking, graph_scores is not None, admitted.links)
+    return Ranked(revision, reference, seq, got.has_facts, pool, ranking, graph_scores is not None)
 
 
 def _staged(req: RecallRequest, ranked: Ranked) -> Staged:
@@ -162,7 +154,7 @@ def _packet_tx(tx: ManagedTransaction, req: RecallRequest, ranked: Ranked, stage
     """8. Packet: the items' links, contradictions and beliefs as of (revision, seq), then assembly."""
     revision, seq = ranked.revision, ranked.seq
     item_ids = [it.id for it in staged.items]
-    supersedes, contradiction_rows = item_links(tx, req.namespace, item_ids, revision, seq, ranked.links)
+    supersedes, contradiction_rows = item_links(tx, req.namespace, item_ids, revision, seq)
     beliefs = (packet_beliefs(tx, req.namespace, item_ids, revision, seq, req.policy.b)
                if ranked.has_facts else ([], False))
     return assemble(req, revision, ranked.reference, seq, ranked.pool, ranked.ranking, staged, supersedes,

@@ -89,44 +89,36 @@ _CANDIDATE_QUERIES = {
     for vector in (True, False) for text in (True, False)
 }
 
-# What the packet says of an item: which claim it had replaced as of the revision, and the CONTRADICTS
-# edges the projections had found by `seq` (filtered and capped by packet assembly).
-_LINKS = (
-    "sup: COLLECT { MATCH (c)-[s:SUPERSEDES]->(o:Claim) WHERE s.revision <= $rev "
-    "AND (s.undone_at_revision IS NULL OR s.undone_at_revision > $rev) "
-    "RETURN {rev: s.revision, old: o.id} }, "
-    "con: COLLECT { MATCH (c)-[r:CONTRADICTS]-(o:Claim {namespace: $ns}) WHERE r.revision <= $seq "
-    "RETURN DISTINCT {oid: o.id, content: o.content, source: o.source, key: o.claim_key, vf: o.vis_from, "
-    "vt: o.vis_to, score: r.score, method: r.method, rrev: r.revision} }"
-)
-
 # Round trip 2, for what the cuts admitted: full rows with exact cosines (whichever index found
-# them), the latest versions of their claim_keys, which hidden rows an *inferred* supersession
-# (the worker's judgement, not a claim_key) hid at R — the packet counts what inference hid — and the
-# packet links of every row read, so that the packet needs no round trip of its own: every item of a
-# recall without graph expansion is one of these rows.
+# them), the latest versions of their claim_keys, and which hidden rows an *inferred* supersession
+# (the worker's judgement, not a claim_key) hid at R — the packet counts what inference hid.
 _ADMITTED_CYPHER = (
     "CALL () { UNWIND $ids AS id MATCH (node:Claim {namespace: $ns, id: id}) USING INDEX node:Claim(id) "
-    "RETURN collect(node) AS found } "
+    f"RETURN collect({_FULL_ROW}) AS rows }} "
     "CALL () { UNWIND $keys AS k "
     "CALL (k) { MATCH (node:Claim {namespace: $ns, claim_key: k}) WHERE node.revision <= $rev "
     "RETURN node ORDER BY node.revision DESC, node.id LIMIT $versions_per_key } "
     "WITH node WHERE NOT node.id IN $ids "
-    "RETURN collect(node) AS others } "
+    f"RETURN collect({_FULL_ROW}) AS versions }} "
     "CALL () { UNWIND $superseded AS id MATCH (node:Claim {namespace: $ns, id: id}) USING INDEX node:Claim(id) "
     "WHERE EXISTS { MATCH (node)<-[s:SUPERSEDES]-(:Claim) WHERE s.reason = 'inferred' AND s.revision <= $rev "
     "AND (s.undone_at_revision IS NULL OR s.undone_at_revision > $rev) } RETURN collect(id) AS inferred } "
-    f"RETURN [node IN found | {_FULL_ROW}] AS rows, [node IN others | {_FULL_ROW}] AS versions, inferred, "
-    f"[c IN found + others | {{id: c.id, {_LINKS}}}] AS links"
+    "RETURN rows, versions, inferred"
 )
+
 _BY_ID_CYPHER = (
     "UNWIND $ids AS id MATCH (node:Claim {namespace: $ns, id: id}) USING INDEX node:Claim(id) "
     f"WHERE node.revision <= $rev RETURN {_FULL_ROW} AS row ORDER BY node.id"
 )
 
 _LINKS_CYPHER = (
-    "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id}) USING INDEX c:Claim(id) "
-    f"RETURN {{id: id, {_LINKS}}} AS links"
+    "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id}) USING INDEX c:Claim(id) RETURN id, "
+    "COLLECT { MATCH (c)-[s:SUPERSEDES]->(o:Claim) WHERE s.revision <= $rev "
+    "AND (s.undone_at_revision IS NULL OR s.undone_at_revision > $rev) "
+    "RETURN {rev: s.revision, old: o.id} } AS sup, "
+    "COLLECT { MATCH (c)-[r:CONTRADICTS]-(o:Claim {namespace: $ns}) WHERE r.revision <= $seq "
+    "RETURN DISTINCT {oid: o.id, content: o.content, source: o.source, key: o.claim_key, vf: o.vis_from, "
+    "vt: o.vis_to, score: r.score, method: r.method, rrev: r.revision} } AS con"
 )
 
 
@@ -151,6 +143,16 @@ class IndexAnswers:
 
 
 @dataclass(frozen=True)
+class Admitted:
+    """Round trip 2: full rows of the admitted and lending ids, their keys' latest other versions, and
+    which of the hidden-as-superseded ids an inferred supersession hid."""
+
+    rows: list[ClaimRow]
+    versions: list[ClaimRow]
+    inferred: frozenset[str]
+
+
+@dataclass(frozen=True)
 class ContradictionRow:
     item_id: str
     other_id: str
@@ -162,26 +164,6 @@ class ContradictionRow:
     score: float
     method: str
     revision: int
-
-
-@dataclass(frozen=True)
-class Links:
-    """Per claim id read, which claim it had replaced as of the revision and its CONTRADICTS rows."""
-
-    supersedes: Mapping[str, str]
-    contradictions: Mapping[str, Sequence[ContradictionRow]]
-    read: frozenset[str]  # every id these links were read for (having none is an answer too)
-
-
-@dataclass(frozen=True)
-class Admitted:
-    """Round trip 2: full rows of the admitted and lending ids, their keys' latest other versions, and
-    which of the hidden-as-superseded ids an inferred supersession hid."""
-
-    rows: list[ClaimRow]
-    versions: list[ClaimRow]
-    inferred: frozenset[str]
-    links: Links
 
 
 def index_answers(tx: ManagedTransaction, req: RecallRequest, vfetch: int, tfetch: int, lucene: str,
@@ -207,14 +189,13 @@ def index_answers(tx: ManagedTransaction, req: RecallRequest, vfetch: int, tfetc
 
 
 def admitted_rows(tx: ManagedTransaction, req: RecallRequest, ids: Sequence[str], keys: Sequence[str],
-                  superseded: Sequence[str], revision: int, seq: int) -> Admitted:
+                  superseded: Sequence[str], revision: int) -> Admitted:
     record = tx.run(
-        _ADMITTED_CYPHER, ns=req.namespace, ids=list(ids), keys=list(keys), rev=revision, seq=seq, vector=req.vector,
+        _ADMITTED_CYPHER, ns=req.namespace, ids=list(ids), keys=list(keys), rev=revision, vector=req.vector,
         versions_per_key=VERSIONS_PER_KEY, superseded=list(superseded),
     ).single()
     assert record is not None  # UNWIND … collect() always returns one row
-    return Admitted(rows_from(record["rows"]), rows_from(record["versions"]), frozenset(record["inferred"]),
-                    _links_from(record["links"]))
+    return Admitted(rows_from(record["rows"]), rows_from(record["versions"]), frozenset(record["inferred"]))
 
 
 def claims_by_id(tx: ManagedTransaction, req: RecallRequest, ids: Sequence[str], revision: int) -> list[ClaimRow]:
@@ -223,31 +204,20 @@ def claims_by_id(tx: ManagedTransaction, req: RecallRequest, ids: Sequence[str],
             for record in tx.run(_BY_ID_CYPHER, ids=list(ids), ns=req.namespace, rev=revision, vector=req.vector)]
 
 
-def item_links(tx: ManagedTransaction, ns: str, ids: Sequence[str], revision: int, seq: int,
-               known: Links | None = None) -> tuple[dict[str, str], list[ContradictionRow]]:
-    """The items' links (`Links`), in item order: those in `known` as read, the others in one statement."""
+def item_links(tx: ManagedTransaction, ns: str, ids: Sequence[str], revision: int,
+               seq: int) -> tuple[dict[str, str], list[ContradictionRow]]:
+    """In one statement: which claim each item had replaced as of the revision, and the CONTRADICTS
+    edges the projections had found by `seq` (filtered and capped by packet assembly)."""
     if not ids:
         return {}, []
-    have = known or Links({}, {}, frozenset())
-    missing = [cid for cid in ids if cid not in have.read]
-    if missing:
-        fetched = _links_from([r["links"] for r in tx.run(_LINKS_CYPHER, ids=missing, ns=ns, rev=revision, seq=seq)])
-        have = Links({**have.supersedes, **fetched.supersedes}, {**have.contradictions, **fetched.contradictions},
-                     have.read | fetched.read)
-    supersedes = {cid: have.supersedes[cid] for cid in ids if cid in have.supersedes}
-    return supersedes, [row for cid in ids for row in have.contradictions.get(cid, ())]
-
-
-def _links_from(records: Sequence[Mapping[str, Any]]) -> Links:
     supersedes: dict[str, str] = {}
-    contradictions: dict[str, list[ContradictionRow]] = {}
-    for record in records:
+    contradictions: list[ContradictionRow] = []
+    for record in tx.run(_LINKS_CYPHER, ids=list(ids), ns=ns, rev=revision, seq=seq):
         latest = sorted(record["sup"], key=lambda x: (-int(x["rev"]), x["old"]))
         if latest:
             supersedes[record["id"]] = latest[0]["old"]
-        if record["con"]:
-            contradictions[record["id"]] = [_contradiction(record["id"], row) for row in record["con"]]
-    return Links(supersedes, contradictions, frozenset(r["id"] for r in records))
+        contradictions.extend(_contradiction(record["id"], row) for row in record["con"])
+    return supersedes, contradictions
 
 
 def _contradiction(item_id: str, row: Mapping[str, Any]) -> ContradictionRow:
