@@ -75,8 +75,9 @@ def vector_hits(store: str, vector: str, fetch: str, uses: tuple[str, ...] = ())
     `vector` and `fetch` Cypher expressions over it, the parameters and the variables in `uses`.
     Yields `node`, `score` on the index's (1 + cos) / 2 scale, at most `fetch` rows. Exactly one
     branch runs: the namespace's own index, or an exact scan of its claims. The scores are the same
-    function in both: an un-quantised index scores bit for bit like `vector.similarity.cosine`
-    (measured, benchmarks/README.md), so the index decides only which rows come back."""
+    function in both: `vector.similarity.cosine` is already on the index's scale, and an un-quantised
+    index scores bit for bit like it (tests/integration/test_tenant_isolation.py), so the index decides
+    only which rows come back — neighbour thresholds mean the same below and above the limit."""
     scope = ", ".join((store, *uses))
     return (
         f"CALL ({scope}) {{ WITH {scope} WHERE {store}.claim_indexes IS NOT NULL "
@@ -85,7 +86,7 @@ def vector_hits(store: str, vector: str, fetch: str, uses: tuple[str, ...] = ())
         "UNION ALL "
         + _ONLY_WITHOUT_INDEXES.format(scope=scope, store=store) +
         "MATCH (node:Claim {namespace: exact_ns}) WHERE node.embedding IS NOT NULL "
-        f"WITH {scope}, node, (1.0 + vector.similarity.cosine(node.embedding, {vector})) / 2.0 AS score "
+        f"WITH {scope}, node, vector.similarity.cosine(node.embedding, {vector}) AS score "
         # (LIMIT takes no variables; a slice does.)
         f"ORDER BY score DESC, node.id WITH {scope}, collect([node, score]) AS ranked "
         f"UNWIND ranked[..{fetch}] AS hit RETURN hit[0] AS node, hit[1] AS score }} "

@@ -165,3 +165,27 @@ def test_a_namespace_gets_its_own_indexes_at_the_limit_and_drops_them_with_itsel
     finally:
         drop_namespace(driver, ns)
     assert existing() == set()
+
+
+def test_exact_search_and_the_index_score_alike(runtime: Any, driver: Driver) -> None:
+    """Below the limit and above it, `vector_hits` scores are one function (the index's (1 + cos) / 2): the
+    worker's neighbour thresholds (contradictions, inferred supersession) must mean the same in a namespace
+    of ten claims as in one of a million."""
+    ns = f"t-sc-{uuid.uuid4().hex[:8]}"
+    search = ("MATCH (st:Store {namespace: $ns}) " + claim_index.vector_hits("st", "$vec", "$n")
+              + "RETURN node.id AS id, score, vector.similarity.cosine(node.embedding, $vec) AS direct")
+    try:
+        mem = Memory(runtime, ns)
+        mem.ingest_many([ClaimInput(content=f"note {i} about the harbour crane {i % 9}", source="s")
+                         for i in range(claim_index.EXACT_LIMIT - 1)])
+        vec = runtime.embedder.embed_query("harbour crane 4")
+        exact = {r["id"]: r["score"] for r in driver.execute_query(search, ns=ns, vec=vec, n=20).records}
+        assert all(r["score"] == r["direct"] for r in driver.execute_query(search, ns=ns, vec=vec, n=20).records)
+        mem.ingest("one more note about the harbour crane 4", "s")
+        assert claim_index.ensure(driver, ns)
+        indexed = {r["id"]: r["score"] for r in driver.execute_query(search, ns=ns, vec=vec, n=20).records}
+        shared = sorted(set(exact) & set(indexed))
+        assert len(shared) >= 15
+        assert [exact[i] for i in shared] == [indexed[i] for i in shared]
+    finally:
+        drop_namespace(driver, ns)
