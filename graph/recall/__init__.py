@@ -119,7 +119,7 @@ def _ranked_tx(tx: ManagedTransaction, req: RecallRequest) -> Ranked:
         seq = min(seq, req.projections_seq)
     # 2. Full rows for what the cut admitted, with their keys' other versions.
     admitted = admitted_rows(tx, req, sorted({*pool.rows, *pool.superseded}), lending_keys(pool),
-                             sorted(pool.superseded), revision)
+                             sorted(pool.superseded), revision, {r.id: r.score for r in got.vrows if r.score is not None})
     pool = with_full_rows(pool, admitted.rows, admitted.inferred)
     versions = [*admitted.rows, *admitted.versions]
     # 3. Graph expansion: PPR's claims join the pool, its scores become a third list.

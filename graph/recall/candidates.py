@@ -44,7 +44,10 @@ _CUT_ROW = _row_map(*_VISIBILITY, "score: score")
 _FULL_ROW = _row_map(
     *_VISIBILITY, "source: node.source", "metadata_json: node.metadata_json",
     "recorded_at: toString(node.recorded_at)", "tau: node.tau",
-    "sim: vector.similarity.cosine(node.embedding, $vector)",
+    # The vector answer already scored its rows with this very function (graph.claim_index): those are
+    # passed in `$sims` and not computed again; reading a 384-float embedding is most of a full row.
+    "sim: CASE WHEN $sims[node.id] IS NULL THEN vector.similarity.cosine(node.embedding, $vector) "
+    "ELSE $sims[node.id] END",
 )
 
 # Round trip 1: the store's state, the reference time, the stored hash of the policy, and both index
@@ -189,10 +192,11 @@ def index_answers(tx: ManagedTransaction, req: RecallRequest, vfetch: int, tfetc
 
 
 def admitted_rows(tx: ManagedTransaction, req: RecallRequest, ids: Sequence[str], keys: Sequence[str],
-                  superseded: Sequence[str], revision: int) -> Admitted:
+                  superseded: Sequence[str], revision: int, sims: Mapping[str, float] | None = None) -> Admitted:
+    """`sims`: the cosines (index scale) the vector answer gave its rows, taken as they are."""
     record = tx.run(
         _ADMITTED_CYPHER, ns=req.namespace, ids=list(ids), keys=list(keys), rev=revision, vector=req.vector,
-        versions_per_key=VERSIONS_PER_KEY, superseded=list(superseded),
+        versions_per_key=VERSIONS_PER_KEY, superseded=list(superseded), sims=dict(sims or {}),
     ).single()
     assert record is not None  # UNWIND … collect() always returns one row
     return Admitted(rows_from(record["rows"]), rows_from(record["versions"]), frozenset(record["inferred"]))
@@ -201,7 +205,8 @@ def admitted_rows(tx: ManagedTransaction, req: RecallRequest, ids: Sequence[str]
 def claims_by_id(tx: ManagedTransaction, req: RecallRequest, ids: Sequence[str], revision: int) -> list[ClaimRow]:
     """Full rows of claims recorded by `revision`, in id order (visibility is the caller's to judge)."""
     return [ClaimRow.from_record(record["row"])
-            for record in tx.run(_BY_ID_CYPHER, ids=list(ids), ns=req.namespace, rev=revision, vector=req.vector)]
+            for record in tx.run(_BY_ID_CYPHER, ids=list(ids), ns=req.namespace, rev=revision, vector=req.vector,
+                                      sims={})]
 
 
 def item_links(tx: ManagedTransaction, ns: str, ids: Sequence[str], revision: int,
