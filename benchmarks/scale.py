@@ -475,11 +475,12 @@ def neighbours(result: dict[str, Any], rt: Any, mem: Any, small: Any, second: An
 # ------------------------------------------------------------------------------------------------
 # Report
 # ------------------------------------------------------------------------------------------------
-def markdown(result: dict[str, Any]) -> str:
+def markdown(result: dict[str, Any], memory: bool = True) -> str:
     lines = [f"torch threads: {result['torch_threads']}; load averages are 1/5/15 min, "
              f"taken before/after each measurement on a {result['machine']['cpus']}-CPU machine", ""]
-    lines += ["| store size | batch | items | Palimpsest claims/s | embedder alone claims/s | ratio "
-              "| load before→after |", "|---|---|---|---|---|---|---|"]
+    if any(point["ingest"] for point in result["points"]):
+        lines += ["| store size | batch | items | Palimpsest claims/s | embedder alone claims/s | ratio "
+                  "| load before→after |", "|---|---|---|---|---|---|---|"]
     for point in result["points"]:
         for m in point["ingest"]:
             lines.append(f"| {point['store_claims']:,} | {m['batch']} | {m['items']} | {m['palimpsest_claims_per_s']} "
@@ -498,6 +499,8 @@ def markdown(result: dict[str, Any]) -> str:
             s = r[key]
             lines.append(f"| {point['recall_store_claims']:,} | {label} | {s['p50']:.2f} | {s['p95']:.2f} | "
                          f"{s['p99']:.2f} | {r['load_before'][0]}→{r['load_after'][0]} |")
+    if not memory:
+        return "\n".join(lines)
     lines += ["", "| store size | heap used MB | page cache in use MB (configured) | store MB (Lucene indexes) "
               "| growth MB per 100k claims: paged / Lucene / tx logs |", "|---|---|---|---|---|"]
     for point in result["points"]:
@@ -601,6 +604,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--no-graph", action="store_true",
                     help="skip the entity projection and the graph-expansion (PPR) recall measurement")
     ap.add_argument("--keep", action="store_true", help="keep the namespace (for profiling or a later run)")
+    ap.add_argument("--recall-only", action="store_true",
+                    help="measure recall (default, as-of, PPR, floors) on the existing --namespace, kept by an "
+                         "earlier --keep run: no fill, no ingest; writes scale-recall-latest.json")
     ap.add_argument("--profile", choices=("none", "ingest", "recall"), default="none",
                     help="run pyinstrument around the last point's ingest or recall and save the HTML report")
     args = ap.parse_args(argv)
@@ -613,8 +619,54 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def recall_only(args: argparse.Namespace) -> dict[str, Any]:
+    """Recall latencies on a store an earlier run kept: measuring a change to recall does not need the
+    45-minute fill, ingest and entity projection again, and the store under test is the very same one."""
+    from api.memory import Memory
+    from api.runtime import Runtime
+    from schema.models import DEFAULT_POLICY
+
+    if not args.namespace:
+        raise SystemExit("--recall-only needs --namespace (a namespace an earlier --keep run left)")
+    rt = Runtime.from_env()
+    try:
+        mem = Memory(rt, args.namespace)
+        stats = mem.stats()
+        claims = sum(stats.claims_by_status.values())
+        if claims == 0:
+            raise SystemExit(f"namespace {args.namespace!r} holds no claims")
+        if not args.no_graph:
+            mem.register_policy(GRAPH_POLICY)  # idempotent: the same content is accepted again
+        queries = build_queries(args.queries, args.seed)
+        rt.embedder.embed([q for q in queries[:8]])  # load and warm the model before any timing
+        fetch_k = max(DEFAULT_POLICY.k * DEFAULT_POLICY.oversampling * 2, 20)
+        recall = measure_recall(mem, rt.embedder, rt.driver, queries, max(1, stats.revision // 2), DEFAULT_POLICY.k,
+                                fetch_k, None if args.no_graph else str(GRAPH_POLICY["version"]))
+        result: dict[str, Any] = {
+            "benchmark": "scale-recall", "namespace": args.namespace, "store_claims": claims,
+            "store_revision": stats.revision, "seed": args.seed, "policy": DEFAULT_POLICY.version,
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+            "recall": recall, "measured_at": datetime.now(UTC).isoformat(),
+        }
+        floor = recall["floor_k"]["p50"]
+        result["ratios"] = {key: round(recall[key]["p50"] / floor, 2) for key in ("recall", "as_of", "graph")
+                            if key in recall}
+        result["ratios"]["as_of_to_now"] = round(recall["as_of"]["p50"] / recall["recall"]["p50"], 2)
+        args.results_dir.mkdir(parents=True, exist_ok=True)
+        (args.results_dir / "scale-recall-latest.json").write_text(json.dumps(result, indent=2) + "\n")
+        print(markdown({"torch_threads": args.torch_threads or "default", "machine": result["machine"],
+                        "points": [{"recall_store_claims": claims, "recall": recall, "ingest": []}]},
+                       memory=False))
+        print("p50 ratios to the floor (top-k): " + ", ".join(f"{k} {v}" for k, v in result["ratios"].items()))
+        return result
+    finally:
+        rt.close()
+
+
 def run(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse(argv)
+    if args.recall_only:
+        return recall_only(args)
     if args.torch_threads > 0:
         import torch
 
