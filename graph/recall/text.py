@@ -26,14 +26,10 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _COMPOUND_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]++(?:[-_/.\u2013\u2014][A-Za-z0-9]++)+")
 _CODE_RE = re.compile(r"(?<![a-z0-9])[a-z]++[0-9][a-z0-9]*+")
 _PART_RE = re.compile(r"[-_/.\u2013\u2014\s]+")
+_SEPARATOR_RE = re.compile(r"[A-Za-z0-9][-_/.\u2013\u2014][A-Za-z0-9]")
+_DIGIT_RE = re.compile(r"[0-9]")
 _HEAD_RE = re.compile(r"[ \t]+([a-z0-9]+)")
 _NAME_RE = re.compile(r"\b[A-Z][a-z0-9]+(?:\s+[A-Z][a-z0-9]+)+")
-
-
-def _fold(tok: str) -> str:
-    if len(tok) > 3 and tok.endswith("s") and not tok.endswith("ss"):
-        return tok[:-1]
-    return tok
 
 
 def terms(text: str) -> list[str]:
@@ -48,7 +44,10 @@ def terms(text: str) -> list[str]:
 
 def _terms_and_names(text: str) -> tuple[list[str], list[str]]:
     lowered = text.lower()
-    words = [_fold(tok) for tok in _TOKEN_RE.findall(lowered) if tok not in STOPWORDS]
+    # The plural fold ("nodes" -> "node", not "class" or "bus") written inline: this runs for every word
+    # of every candidate a recall has not seen before.
+    words = [tok[:-1] if len(tok) > 3 and tok[-1] == "s" and tok[-2] != "s" else tok
+             for tok in _TOKEN_RE.findall(lowered) if tok not in STOPWORDS]
     names, phrases = _identifier_terms(text, lowered)
     return words + names + phrases, names
 
@@ -73,9 +72,10 @@ def identifiers(text: str) -> frozenset[str]:
 def _identifier_terms(text: str, lowered: str) -> tuple[list[str], list[str]]:
     # Codes that start with a letter and carry a digit (q3, v2, db7) name one thing: "q3" is not
     # "q2". Values with units (300ms, 5mg) and ordinals (99th) start with the digit and are not codes.
-    names = ["~" + code for code in _CODE_RE.findall(lowered)]
+    names = ["~" + code for code in _CODE_RE.findall(lowered)] if _DIGIT_RE.search(lowered) else []
     phrases: list[str] = []
-    for m in _COMPOUND_RE.finditer(text):
+    # Most texts have no compound at all; a scan for its separators is far cheaper than the pattern.
+    for m in _COMPOUND_RE.finditer(text) if _SEPARATOR_RE.search(text) else ():
         anchor = m.group(0).lower()
         names.append("~" + anchor)
         # A name's head words say *which* of its things: "Acme–Keystone reseller contract" is not
