@@ -138,6 +138,17 @@ def sample_revisions(top: int, n: int) -> list[int]:
     return sorted({1 + round(i * (top - 1) / (n - 1)) for i in range(n)})
 
 
+def differing_fields(a: Any, b: Any) -> list[str]:
+    """Which fields of two packets differ (served_at aside), and for items which item fields: what moved
+    when a fingerprint did not replay."""
+    left, right = a.model_dump(exclude={"served_at"}), b.model_dump(exclude={"served_at"})
+    fields = sorted(f for f in left if left[f] != right[f])
+    if "items" in fields and len(left["items"]) == len(right["items"]):
+        moved = sorted({f for x, y in zip(left["items"], right["items"], strict=True) for f in x if x[f] != y[f]})
+        fields = [f for f in fields if f != "items"] + [f"items.{f}" for f in moved]
+    return fields
+
+
 def fingerprints(mem: Any, queries: list[str], revisions: list[int], valid_at: str) -> dict[tuple[str, int, str], Any]:
     out = {}
     for q in queries:
@@ -223,7 +234,9 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
             result["copy_fidelity"] = {"revisions": revisions, "recalls": len(before), "fingerprint_matches": sum(
                 again[k].fingerprint == before[k].fingerprint for k in before), "items_match": sum(
                 [it.id for it in again[k].items] == [it.id for it in before[k].items] for k in before),
-                "store_reexports_identical": identical, "baseline_drift": drift}
+                "store_reexports_identical": identical, "baseline_drift": drift,
+                "differences": [{"query": k[0], "revision": k[1], "mode": k[2], "fields": differing_fields(
+                    before[k], again[k])} for k in sorted(before) if again[k].fingerprint != before[k].fingerprint]}
             print(f"copy fidelity: {result['copy_fidelity']}", flush=True)
 
             # Remap: a second copy under fresh ids; compared once it is the only store with these texts
