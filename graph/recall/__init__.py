@@ -117,9 +117,11 @@ def _ranked_tx(tx: ManagedTransaction, req: RecallRequest) -> Ranked:
     seq = min(got.projections_seq, revision)
     if req.projections_seq is not None:
         seq = min(seq, req.projections_seq)
-    # 2. Full rows for what the cut admitted, with their keys' other versions.
+    # 2. Full rows for what the cut admitted, with their keys' other versions (the vector answer's rows
+    # keep the cosines it scored them with).
+    vector_scores = {r.id: r.score for r in got.vrows if r.score is not None}
     admitted = admitted_rows(tx, req, sorted({*pool.rows, *pool.superseded}), lending_keys(pool),
-                             sorted(pool.superseded), revision, {r.id: r.score for r in got.vrows if r.score is not None})
+                             sorted(pool.superseded), revision, vector_scores)
     pool = with_full_rows(pool, admitted.rows, admitted.inferred)
     versions = [*admitted.rows, *admitted.versions]
     # 3. Graph expansion: PPR's claims join the pool, its scores become a third list.
