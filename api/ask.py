@@ -11,6 +11,9 @@ Why it is built this way:
   subjects and bridge entities of the top items) needs no model; IRCoT's uses the reader's
   thought, which names what is still missing. Rounds stop early when the next query would add
   nothing, or (policy `ask_stop_when_answered`) once the reader answered with a valid citation.
+* **Routed**: under a policy with a `router` (graph.recall.router), a question it finds neither
+  multi-hop nor a comparison gets one round, and later rounds run the stages round 1's router chose
+  (pinned from round 1's packet), not a decision of their own on the expanded query.
 * **Bounded**: at most `ask_rounds` rounds (≤ limits.MAX_ASK_ROUNDS), one reader call per round;
   the reader sees the fused items of the rounds so far, at most k per round.
 """
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING, Literal
 from extraction.reader import Reader, ReaderOptions, Reading
 from graph import packet_log, policies
 from graph import rounds as rounds_q
+from graph.recall import router as router_q
 from schema import limits
 from schema.ask import AskResult, FusedItem, MultiRoundRecall, ReaderCost, RecallRound, RoundOrigin
 from schema.errors import BadInputError, LimitExceededError
@@ -71,9 +75,10 @@ class Rounds:
             self.policy, _ = policies.resolve_policy(self.mem.rt.driver, self.mem.namespace, packet.policy_version,
                                                      self.mem.rt.settings.database)
         else:
+            # The router decided for the question: later rounds run the stages round 1 did.
             packet = self.mem.recall(query, k=first.k, policy_version=first.policy_version,
                                      as_of_revision=first.store_revision, valid_at=first.valid_at,
-                                     projections_seq=first.projections_seq)
+                                     projections_seq=first.projections_seq, pinned_route=first.stages)
         if not self.mem.log_packets:  # Memory.recall logged it already otherwise; every round must replay
             packet_log.log_packet(self.mem.rt.driver, packet, self.mem.rt.settings.database)
         self.rounds.append(RecallRound(round=len(self.rounds) + 1, origin=origin, query=query, added_terms=added,
@@ -114,6 +119,8 @@ def recall_rounds(mem: Memory, query: str, *, rounds: int | None = None, k: int 
     state.question = first.query
     assert state.policy is not None
     total = wanted if wanted is not None else max(2, state.policy.ask_rounds)
+    if not router_q.allows_rounds(first.stages):  # the router found no second hop to look for
+        total = 1
     while len(state.rounds) < total:
         terms = state.offline_terms()
         nxt = state.next_query(terms)
@@ -158,6 +165,8 @@ def ask(mem: Memory, question: str, *, llm_model: str | None = None, rounds: int
         raise BadInputError(f"no reader model: policy {policy.version!r} has no reader_model; pass llm_model",
                             field="llm_model")
     total = wanted if wanted is not None else policy.ask_rounds
+    if not router_q.allows_rounds(first.stages):
+        total = 1
     how = expansion or policy.ask_expansion
     reader = Reader(model, options)
     cost = ReaderCost()

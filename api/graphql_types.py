@@ -124,6 +124,11 @@ class HiddenCounts:
     pass
 
 
+@sp.type(model=m.RouterCost, all_fields=True, description="What the LLM router's one call cost (USD null: unpriced).")
+class RouterCost:
+    pass
+
+
 @sp.type(model=m.ContextPacket, all_fields=True, description="A bounded, replayable answer to recall.")
 class ContextPacket:
     items: list[PacketItem]
@@ -133,6 +138,7 @@ class ContextPacket:
     completeness: Completeness
     hidden: HiddenCounts
     hidden_explanation: list[HiddenRule] | None
+    router_cost: RouterCost | None
 
 
 def packet_to_gql(packet: m.ContextPacket) -> ContextPacket:
@@ -166,6 +172,8 @@ class Policy:
     inferred_judge: str
     ask_expansion: str
     rerank: str
+    fact_retrieval: str
+    router: str
     contradiction: ContradictionSettings
 
 
@@ -341,6 +349,12 @@ class PolicyInput:
     rerank_top: int | None = None
     dedup_jaccard: float | None = None
     subject_terms: bool | None = None
+    fact_retrieval: str | None = None
+    fact_top: int | None = None
+    fact_beam: int | None = None
+    fact_depth: int | None = None
+    router: str | None = None
+    router_model: str | None = None
 
     def to_raw(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self).items() if v is not None}

@@ -18,6 +18,8 @@ from pydantic import ValidationError
 
 from api.runtime import Runtime
 from extraction.entities import canonical, query_phrases
+from extraction.router_llm import RouteVerdict
+from extraction.router_llm import classify as classify_question
 from graph import check as check_q
 from graph import claim_queries, contradiction_queries, export_format, packet_log, policies, store
 from graph import entities as entity_q
@@ -30,6 +32,8 @@ from graph import inferred as inferred_q
 from graph.claim_queries import ClaimFilter
 from graph.recall import PolicyChangedError, RecallRequest
 from graph.recall import recall as recall_q
+from graph.recall import router as router_q
+from graph.recall.router import Route
 from schema import limits
 from schema.dates import parse_instant
 from schema.errors import BadInputError, ConflictError, LimitExceededError, NotFoundError, PalimpsestError
@@ -49,6 +53,7 @@ from schema.models import (
     NamespaceSettings,
     Policy,
     RetractResult,
+    RouterCost,
     StoreStats,
     UndoInferenceResult,
 )
@@ -390,7 +395,8 @@ class Memory:
 
     def recall(self, query: str, *, k: int | None = None, policy_version: str | None = None,
                as_of_revision: int | None = None, valid_at: datetime | date | str | None = None,
-               projections_seq: int | None = None, explain: bool = False) -> ContextPacket:
+               projections_seq: int | None = None, explain: bool = False,
+               pinned_route: Sequence[str] | None = None) -> ContextPacket:
         """A context packet. Without `policy_version`, the namespace's default policy *at the revision
         served* (`set_default_policy`; `default-v1` until one is set): an as-of recall uses the default
         in effect then, so a later change of the default does not change an old revision's packet.
@@ -405,6 +411,11 @@ class Memory:
         packet `hidden_explanation` (which rule hid which candidates). The fingerprint is the same
         with or without it, and the packet log keeps the packet unexplained.
 
+        Under a policy with a `router` (graph.recall.router), the router picks which of the policy's stages
+        run for this query, and the packet's `stages` says what it decided; `packet.router_cost` is what
+        the LLM router's call cost. `pinned_route` (an earlier packet's `stages`) makes it decide as that
+        packet did, without asking the rules or the model again: replay and later rounds use it.
+
         Example:
             >>> packet = memory.recall("where do backups go?", explain=True)
             >>> e = packet.items[0].explanation
@@ -415,6 +426,9 @@ class Memory:
         """
         if not isinstance(explain, bool):
             raise BadInputError("explain must be true or false", field="explain")
+        if pinned_route is not None and (isinstance(pinned_route, str)
+                                         or not all(isinstance(s, str) for s in pinned_route)):
+            raise BadInputError("pinned_route must be a list of stage names", field="pinned_route")
         if not isinstance(query, str) or not _text(query, "query").strip():
             raise BadInputError("query must not be empty", field="query")
         _opt_text(policy_version, "policy_version")
@@ -433,6 +447,7 @@ class Memory:
             verified = True
             policies.remember_default(self.rt.driver, self.namespace, version, self._db)
         vector: list[float] | None = None
+        asked: dict[str, tuple[RouteVerdict | None, RouterCost]] = {}  # the LLM router: one call per recall
         for _ in range(_RECALL_ATTEMPTS):
             pol, stored_hash = policies.resolve_policy(self.rt.driver, self.namespace, version, self._db)
             used_k = pol.k if k is None else k
@@ -448,10 +463,14 @@ class Memory:
                                          field="k", limit=pol.max_k)
             if vector is None:
                 vector = self.rt.embedder.embed_query(text)
-            phrases = tuple(query_phrases(text)) if pol.graph_expansion == "ppr" else ()
+            decision, cost = self._route(text, pol, pinned_route, asked)
+            pol = decision.policy if decision is not None else pol
+            # The query's entity names seed PPR and the fact beam search (graph.recall.fact_source).
+            phrases = (tuple(query_phrases(text)) if pol.graph_expansion == "ppr" or pol.fact_retrieval == "beam"
+                       else ())
             req = RecallRequest(self.namespace, text, vector, pol, used_k, as_of_revision, when, projections_seq,
                                 phrases, check_policy=True, policy_hash=stored_hash, check_default=not explicit,
-                                explain=explain)
+                                explain=explain, route=decision.stages if decision is not None else ())
             try:
                 packet = recall_q(self.rt.driver, req, self._db)
             except PolicyChangedError as exc:
@@ -462,11 +481,33 @@ class Memory:
                 else:  # the cached policy went stale (namespace dropped, version re-registered)
                     policies.forget_policy(self.rt.driver, self.namespace, version, self._db)
                 continue
+            if cost is not None:
+                packet = packet.model_copy(update={"router_cost": cost})
             if self.log_packets:
                 packet_log.log_packet(self.rt.driver, packet, self._db)
             return packet
         raise ConflictError("the namespace's policy kept changing during the recall; retry",
                             field="policy_version")
+
+    def _route(self, text: str, pol: Policy, pinned_route: Sequence[str] | None,
+               asked: dict[str, tuple[RouteVerdict | None, RouterCost]]) -> tuple[Route | None, RouterCost | None]:
+        """The router's decision for `text` under `pol` (None: the policy has no router), and the LLM
+        router's cost when it was asked. A pinned decision (an earlier packet's stages) is taken as it was."""
+        if pol.router == "none":
+            return None, None
+        held = router_q.pinned(pinned_route) if pinned_route else None
+        if held is not None:
+            return router_q.decide(pol, held.features, held.how), None
+        if pol.router == "rules" or not pol.router_model:
+            return router_q.route(text, pol), None
+        if pol.router_model not in asked:
+            asked[pol.router_model] = classify_question(text, pol.router_model, self.rt.reader)
+        verdict, cost = asked[pol.router_model]
+        if verdict is None:
+            return router_q.decide(pol, router_q.features(text), "llm-unavailable"), cost
+        found = {router_q.MULTI_HOP: verdict.multi_hop, router_q.COMPARISON: verdict.comparison,
+                 router_q.TEMPORAL: verdict.temporal}
+        return router_q.decide(pol, frozenset(f for f, on in found.items() if on), "llm"), cost
 
     def replay(self, fingerprint: str, *, explain: bool = False) -> ReplayResult:
         """The logged packet, and whether recomputing it at its revision gives the same fingerprint; with
@@ -475,7 +516,7 @@ class Memory:
         logged = packet_log.load_packet(self.rt.driver, self.namespace, _text(fingerprint, "fingerprint"), self._db)
         again = self.recall(logged.query, k=logged.k, policy_version=logged.policy_version,
                             as_of_revision=logged.store_revision, valid_at=logged.valid_at,
-                            projections_seq=logged.projections_seq, explain=explain)
+                            projections_seq=logged.projections_seq, explain=explain, pinned_route=logged.stages)
         if explain and again.fingerprint == logged.fingerprint:
             logged = logged.model_copy(update={"items": again.items, "hidden_explanation": again.hidden_explanation})
         return ReplayResult(logged, again.fingerprint, again.fingerprint == logged.fingerprint)

@@ -91,6 +91,10 @@ class WorkerConfig:
     # above the threshold, compared with every earlier entity of the namespace (ent.EntityVectors).
     entity_embeddings: bool = True
     entity_merge_threshold: float = 0.92
+    # Every fact the extractor states is embedded as "subject predicate object" (graph.facts.fact_text)
+    # and stored with the fact, for fact retrieval (policy `fact_retrieval`). Only LLM extraction states
+    # facts, so the offline extractor costs nothing here.
+    fact_embeddings: bool = True
     # Global PageRank refresh when the entity graph grew enough since the last run, and on any change
     # once the namespace is caught up (so an idle namespace's scores are those of its final graph).
     pagerank: bool = True
@@ -370,9 +374,12 @@ class ProjectionWorker:
         report.facts_dropped += len(extraction.dropped) + len(dropped)
         for reason in (*extraction.dropped, *dropped):
             log.info("projections %s: fact dropped: %s", ns, reason)
+        texts = [graph_facts.fact_text(f.subject, f.predicate, f.object) for f in resolved]
+        fact_vectors = self._fact_vectors(texts) if cfg.fact_embeddings else {}
         facts = [graph_facts.FactWrite(f.claim_id, f.revision, f.subject_id, f.subject, f.predicate, f.object,
                                        f.object_key, f.object_id, f.valid_from, f.valid_to, f.confidence,
-                                       f.single_valued) for f in resolved]
+                                       f.single_valued, fact_vectors.get(text)) for f, text in zip(resolved, texts,
+                                                                                                   strict=True)]
         return graph_entities.EntityBatch(
             new_entities=[{"id": e.id, "name": e.name, "canonical": e.canonical, "type": e.type,
                            "revision": e.revision, "embedding": vectors.get(e.canonical)}
@@ -380,6 +387,17 @@ class ProjectionWorker:
             aliases=[{"id": eid, "alias": a} for eid, aliases in sorted(result.aliases.items()) for a in aliases],
             mentions=[{"claim": c, "entity": e, "revision": r} for c, e, r in sorted(set(mentions))],
         ), facts
+
+    def _fact_vectors(self, texts: Sequence[str]) -> dict[str, list[float]]:
+        """Each distinct fact text embedded once, with `embed_stable` where the embedder has it: a fact's
+        vector is then the same bits whichever other facts share the batch, so fact retrieval ranks the
+        same whatever batches the worker cut. Only statements that create a fact store theirs (the first
+        statement of a triple names it); the few supports of an existing fact embed for nothing."""
+        unique = sorted(set(texts))
+        if not unique:
+            return {}
+        embed = getattr(self.rt.embedder, "embed_stable", self.rt.embedder.embed)
+        return dict(zip(unique, embed(unique), strict=True))
 
     def _entity_vectors(self, namespace: str, dictionary: Sequence[graph_entities.EntityRow]) -> ent.EntityVectors:
         """The namespace's entity vectors, brought up to date with the dictionary just read. Vectors never

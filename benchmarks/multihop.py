@@ -136,6 +136,10 @@ class DatasetResult:
     entities: int
     mentions: int
     related: int
+    # With --llm-model: facts the extractor stated, and what extraction cost (litellm's price list).
+    facts: int = 0
+    extraction_calls: int = 0
+    extraction_cost_usd: float = 0.0
     modes: list[ModeResult] = field(default_factory=list)
     # `palimpsest check` on the namespace after every mode ran: violation counts by invariant (empty: clean).
     check_violations: dict[str, int] | None = None
@@ -152,7 +156,7 @@ def _pct(values: list[float], q: float) -> float:
 
 def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool = False,
                 single_names: bool = False, prefix: str = "bench-multihop",
-                embed_subjects: bool = True) -> DatasetResult:
+                embed_subjects: bool = True, llm_model: str | None = None) -> DatasetResult:
     from api.memory import Memory
     from api.runtime import Runtime
     from api.worker import ProjectionWorker, WorkerConfig
@@ -173,17 +177,25 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
         write_s = time.perf_counter() - started
         started = time.perf_counter()
         # Exact canonical merging only: embedding every proposed name costs ~40 s per 5k names on this CPU.
+        # With `llm_model` the worker extracts with that chat model (entities and facts, the facts
+        # embedded as they are written), which fact retrieval needs: the offline extractor states no facts.
+        extract = None
+        if llm_model:
+            extract = "extract-llm"
+            mem.register_policy({"version": extract, "extractor": "llm", "extractor_model": llm_model})
         config = WorkerConfig(batch_claims=500, extractor=ExtractorOptions(single_names=single_names),
-                              entity_embeddings=False)
+                              entity_embeddings=False, policy_version=extract)
         worker = ProjectionWorker(rt, config, detectors=[])
-        worker.run_once(ns)
+        report = worker.run_once(ns)
         proj_s = time.perf_counter() - started
         counts, _, _ = rt.driver.execute_query(
             "CALL () { MATCH (e:Entity {namespace: $ns}) RETURN count(e) AS e } "
             "CALL () { MATCH (:Claim {namespace: $ns})-[m:MENTIONS]->() RETURN count(m) AS m } "
-            "CALL () { MATCH (:Entity {namespace: $ns})-[r:RELATED]->() RETURN count(r) AS r } RETURN e, m, r", ns=ns)
+            "CALL () { MATCH (:Entity {namespace: $ns})-[r:RELATED]->() RETURN count(r) AS r } "
+            "CALL () { MATCH (f:Fact {namespace: $ns}) RETURN count(f) AS f } RETURN e, m, r, f", ns=ns)
         result = DatasetResult(ds.name, len(ds.passages), len(ds.questions), round(write_s, 2), round(proj_s, 2),
-                               int(counts[0]["e"]), int(counts[0]["m"]), int(counts[0]["r"]))
+                               int(counts[0]["e"]), int(counts[0]["m"]), int(counts[0]["r"]), int(counts[0]["f"]),
+                               report.extraction_calls, round(report.extraction_cost_usd, 4))
         index_of = {cid: i for i, cid in enumerate(ids)}
         vectors = {q.qid: rt.embedder.embed_query(q.question) for q in ds.questions}  # cached from here on
         claim_index.ensure(rt.driver, ns, minimum=0)  # the BM25 baseline needs the namespace's own index
@@ -212,6 +224,7 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
             mem.register_policy({"version": version, "k": 5, **{k: v for k, v in knobs.items() if k != "rounds"}})
             r2, r5, times = [], [], []
             stable = True
+            direct = 0  # questions a router sent down the single-hop path (no PPR, one round)
             for n, q in enumerate(ds.questions):
                 t = time.perf_counter()
                 if rounds:
@@ -222,6 +235,7 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
                         stable = stable and [it.id for it in multi.items] == [it.id for it in redo.items] and [
                             r.packet.fingerprint for r in multi.rounds] == [r.packet.fingerprint for r in redo.rounds]
                     ranked = [index_of[it.id] for it in multi.items]
+                    direct += "router:single-hop" in multi.rounds[0].packet.stages
                 else:
                     packet = mem.recall(q.question, policy_version=version, k=5)
                     times.append((time.perf_counter() - t) * 1000)
@@ -229,10 +243,13 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
                         again = mem.recall(q.question, policy_version=version, k=5)
                         stable = stable and packet.fingerprint == again.fingerprint
                     ranked = [index_of[it.id] for it in packet.items]
+                    direct += "router:single-hop" in packet.stages
                 r2.append(_recall_at(ranked, q.gold, 2))
                 r5.append(_recall_at(ranked, q.gold, 5))
+            note = json.dumps(knobs, sort_keys=True) + (
+                f"; single-hop route: {direct}/{len(ds.questions)}" if knobs.get("router", "none") != "none" else "")
             result.modes.append(ModeResult(name, _mean(r2), _mean(r5), round(_pct(times, 0.5), 1),
-                                           round(_pct(times, 0.95), 1), stable, json.dumps(knobs, sort_keys=True)))
+                                           round(_pct(times, 0.95), 1), stable, note))
         result.check_violations = mem.check().violation_counts
         return result
     finally:
@@ -255,6 +272,20 @@ BASE: dict[str, dict[str, Any]] = {"hybrid": {}, "hybrid-nosib": {"sibling_penal
 # modes, with the Policy's expansion defaults (tuned on MuSiQue: bridges without the items' own
 # subjects, later round weighted 2, round 1's top two kept). `rounds` is not a policy knob.
 BASE |= {"hybrid-nosib +round 2": {"sibling_penalty": 1.0, "rounds": 2}, "hybrid+ppr +round 2": {**CHOSEN, "rounds": 2}}
+# Fact retrieval (graph/recall/fact_source.py), run only with --llm-model (facts come from LLM extraction):
+# the triple match alone and with the beam search, as the graph list on its own and beside PPR.
+FACT_MODES: dict[str, dict[str, Any]] = {
+    "hybrid-nosib +facts:triples": {"sibling_penalty": 1.0, "fact_retrieval": "triples"},
+    "hybrid-nosib +facts:beam": {"sibling_penalty": 1.0, "fact_retrieval": "beam"},
+    "hybrid+ppr +facts:triples": {**CHOSEN, "fact_retrieval": "triples"},
+    "hybrid+ppr +facts:beam": {**CHOSEN, "fact_retrieval": "beam"},
+}
+# The router (`--router`; graph/recall/router.py): the best policy's stages, kept or skipped per question
+# by the rules on its structure. Its rules were written and checked on MuSiQue's questions only.
+ROUTED: dict[str, dict[str, Any]] = {
+    "router: hybrid+ppr": {**CHOSEN, "router": "rules"},
+    "router: hybrid+ppr +round 2": {**CHOSEN, "router": "rules", "rounds": 2},
+}
 GRID: dict[str, dict[str, Any]] = {
     "ppr-default": {"graph_expansion": "ppr"},
     "ppr-rrf": {"graph_expansion": "ppr", "fusion": "rrf"},
@@ -300,9 +331,10 @@ def _supported(knobs: dict[str, Any]) -> dict[str, Any]:
 def table(results: list[DatasetResult]) -> str:
     lines = []
     for r in results:
+        facts = f", {r.facts} facts ({r.extraction_calls} LLM calls, ${r.extraction_cost_usd})" if r.facts else ""
         lines.append(f"\n**{r.dataset}** — {r.passages} passages, {r.questions} questions; write {r.write_seconds}s, "
                      f"projections {r.projections_seconds}s; {r.entities} entities, {r.mentions} mentions, "
-                     f"{r.related} RELATED\n")
+                     f"{r.related} RELATED{facts}\n")
         lines.append("| mode | R@2 | R@5 | p50 ms | p95 ms | deterministic | knobs |")
         lines.append("|---|---:|---:|---:|---:|---|---|")
         for m in r.modes:
@@ -326,6 +358,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="embed passages without their title (the behaviour before subjects entered the vector)")
     ap.add_argument("--subject-terms", action="store_true",
                     help="also run the hybrid modes with the policy's subject_terms (lexical match scores titles)")
+    ap.add_argument("--llm-model", default=None,
+                    help="extract entities and facts with this litellm chat model (its provider's key from the "
+                         "environment) and add the fact retrieval modes; without it no facts exist to retrieve")
+    ap.add_argument("--router", action="store_true",
+                    help="also run the best modes under the rules router (policy router: rules)")
     ap.add_argument("--out", type=Path, default=DEFAULT_RESULTS_DIR / "multihop-latest.json")
     ap.add_argument("--namespace-prefix", default="bench-multihop",
                     help="namespaces are <prefix>-<dataset>-<random>, so runs can share a server")
@@ -336,8 +373,12 @@ def main(argv: list[str] | None = None) -> int:
     for floor in args.min_relevance:
         base[f"hybrid floor={floor:g}"] = {**BASE["hybrid"], "min_relevance": floor}
         base[f"hybrid+ppr floor={floor:g}"] = {**base["hybrid+ppr"], "min_relevance": floor}
+    if args.router:
+        base |= ROUTED
     if args.subject_terms:
         base |= {f"{name} subject-terms": {**knobs, "subject_terms": True} for name, knobs in base.items()}
+    if args.llm_model:
+        base |= FACT_MODES
     base = {name: _supported(knobs) for name, knobs in base.items()}
     loaders = {"musique": load_musique, "hotpotqa": load_hotpotqa}
     results = []
@@ -345,14 +386,15 @@ def main(argv: list[str] | None = None) -> int:
         ds = loaders[name](args.data)
         policies = base | ({k: _supported(v) for k, v in GRID.items()} if args.tune and name == "musique" else {})
         results.append(run_dataset(ds, policies, single_names=args.single_names, prefix=args.namespace_prefix,
-                                   embed_subjects=not args.no_embed_subjects))
+                                   embed_subjects=not args.no_embed_subjects, llm_model=args.llm_model))
         if args.pooled:
             results.append(run_dataset(with_distractors(ds, args.data), base, single_names=args.single_names,
-                                       prefix=args.namespace_prefix, embed_subjects=not args.no_embed_subjects))
+                                       prefix=args.namespace_prefix, embed_subjects=not args.no_embed_subjects,
+                                       llm_model=args.llm_model))
         print(table(results[-2 if args.pooled else -1:]), flush=True)
     payload = {"benchmark": "multihop", "at": datetime.now(UTC).isoformat(), "python": platform.python_version(),
                "single_names": args.single_names, "embed_subjects": not args.no_embed_subjects,
-               "tuned_on": "musique",
+               "tuned_on": "musique", "llm_model": args.llm_model,
                "results": [r.__dict__ | {"modes": [m.__dict__ for m in r.modes]} for r in results]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=2))

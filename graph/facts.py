@@ -2,10 +2,14 @@
 
     (:Fact {id, namespace, subject, subject_id, predicate, object, object_key, object_id,
             valid_from, valid_to, stated_valid_to, recorded_at, revision, confidence, supports,
-            status, single_valued, superseded_at_revision, superseded_by})
+            status, single_valued, superseded_at_revision, superseded_by, embedding})
     (:Fact)-[:SUBJECT]->(:Entity)   (:Fact)-[:OBJECT]->(:Entity)   (object entities only)
     (:Fact)-[:SUPPORTED_BY {confidence, revision}]->(:Claim)
     (:Fact)-[:SUPERSEDES {revision, at}]->(:Fact)
+
+A fact's `embedding` is the vector of `fact_text` (subject, predicate, object), written in the commit
+that creates the fact (the worker embeds; this module never calls a model), so fact retrieval
+(graph/recall/fact_source.py) can match a query against the triples themselves.
 
 The worker writes facts inside the projections commit (`graph.projections.commit_batch`), after
 the batch's entities, so a batch's facts land with its entities and its `projections_seq`, or not
@@ -79,6 +83,15 @@ class FactWrite:
     valid_to: datetime | None
     confidence: float
     single_valued: bool = True
+    # The vector of `fact_text(subject, predicate, object)`, computed by the worker (graph never calls a
+    # model); stored on the fact this statement creates, for fact retrieval (graph/recall/fact_source.py).
+    embedding: Sequence[float] | None = None
+
+
+def fact_text(subject: str, predicate: str, obj: str) -> str:
+    """What a fact's vector embeds: "subject predicate object", the predicate's underscores as spaces
+    ("Mara Quint works at Northwind Traders"), so it reads as the sentence a query would be near."""
+    return " ".join(part for part in (subject.strip(), predicate.replace("_", " ").strip(), obj.strip()) if part)
 
 
 @dataclass
@@ -184,6 +197,7 @@ def plan_facts(namespace: str, current: Sequence[_Current], incoming: Sequence[F
             "object": f.object, "object_key": f.object_key, "object_id": f.object_id, "valid_from": f.valid_from,
             "valid_to": valid_to, "recorded_at": recorded, "revision": f.revision,
             "single_valued": f.single_valued,
+            "embedding": None if f.embedding is None else [float(x) for x in f.embedding],
         })
         plan.supports.append({"fact": new_id, "claim": f.claim_id, "confidence": f.confidence,
                               "revision": f.revision})
@@ -248,6 +262,14 @@ def write_fact_batch(tx: ManagedTransaction, namespace: str, facts: Sequence[Fac
             rows=plan.creates, ns=namespace,
         ).consume()
         counters["facts_created"] = summary.counters.nodes_created
+        # As claims' and entities' vectors are stored (a float32 vector property), so an exported and
+        # imported fact keeps the same bits; a statement of its own, so a fact without one loses nothing.
+        tx.run(
+            "UNWIND $rows AS row WITH row WHERE row.embedding IS NOT NULL "
+            "MATCH (f:Fact {namespace: $ns, id: row.id}) USING INDEX f:Fact(id) WHERE f.embedding IS NULL "
+            "CALL db.create.setNodeVectorProperty(f, 'embedding', row.embedding)",
+            rows=plan.creates, ns=namespace,
+        ).consume()
     if plan.supports:
         summary = tx.run(
             "UNWIND $rows AS row "

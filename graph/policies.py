@@ -36,7 +36,7 @@ def register_policy(driver: Driver, namespace: str, policy: Policy, database: st
             "CREATE (p:Policy {namespace: $ns, version: $version, content_json: $json, content_hash: $hash, "
             "created_at: datetime()})",
             ns=namespace, version=policy.version, hash=policy.content_hash(),
-            json=json.dumps(policy.model_dump(mode="json"), sort_keys=True), database_=database,
+            json=json.dumps(policy.stored_body(), sort_keys=True), database_=database,
         )
     except ConstraintError:  # a concurrent registration won; compare with what it wrote
         winner = _load(driver, namespace, policy.version, database)

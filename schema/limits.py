@@ -16,6 +16,8 @@ MAX_TAU_SECONDS = 100 * 365 * 24 * 3600.0
 MAX_K_CEILING = 200
 MAX_CANDIDATES = 5_000
 MAX_RERANK_TOP = 200  # candidates a reranker rescores per recall (a model call each, or one long prompt)
+MAX_FACT_TOP = 200  # facts the triple match keeps per recall (each brings its supporting claims)
+MAX_FACT_BEAM = 32  # paths the fact beam search keeps per hop (each hop reads that many entities' facts)
 MAX_HISTORY = 1_000
 MAX_PAGE = 100
 # Retrieval rounds of one `ask` / multi-round recall: each round is a recall (and, for ask, a reader

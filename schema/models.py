@@ -170,6 +170,24 @@ class Policy(BaseModel):
     rerank_model: str | None = Field(default=None, min_length=1, max_length=500)
     rerank_top: int = Field(default=20, ge=1, le=limits.MAX_RERANK_TOP)
     dedup_jaccard: float | None = Field(default=None, gt=0, le=1)
+    # Fact retrieval (graph/recall/fact_source.py), off by default: "triples" makes the claims that
+    # support the namespace's `fact_top` facts nearest the query (each embedded as "subject predicate
+    # object") a candidate list; "beam" lists instead the facts a beam search reaches from the entities
+    # the query names over SUBJECT/OBJECT edges, `fact_depth` hops, keeping the `fact_beam` best paths per
+    # hop (triple matches seed it when the query names no entity). The list is fused as the graph list
+    # (`graph_weight`; with PPR, each claim takes the larger of its two shares).
+    fact_retrieval: Literal["none", "triples", "beam"] = "none"
+    fact_top: int = Field(default=20, ge=1, le=limits.MAX_FACT_TOP)
+    fact_beam: int = Field(default=8, ge=1, le=limits.MAX_FACT_BEAM)
+    fact_depth: int = Field(default=2, ge=1, le=2)
+    # The router (graph/recall/router.py) picks, per query, which of the stages this policy allows run:
+    # "rules" reads the question's structure (nested descriptions — "the X of the Y", relative clauses,
+    # possessives —, comparisons, time expressions); "llm" asks `router_model` (one call, a typed answer)
+    # for the same three properties and falls back to the rules when the call fails. Questions with
+    # neither multi-hop nor comparison structure skip graph expansion and later rounds; time questions
+    # skip dedup. The packet's `stages` records the decision ("router:…"). "none": the policy decides.
+    router: Literal["none", "rules", "llm"] = "none"
+    router_model: str | None = Field(default=None, min_length=1, max_length=200)
     embedding_model: str = "all-MiniLM-L6-v2"
     contradiction: ContradictionSettings = Field(default_factory=ContradictionSettings)
     # Inferred supersession (background worker, off by default): a newer claim without a
@@ -212,14 +230,28 @@ class Policy(BaseModel):
         if self.rerank != "none" and not self.rerank_model:
             raise BadInputError(f"rerank {self.rerank!r} needs rerank_model (a CrossEncoder name or path, or a "
                                 "litellm model name)", field="rerank_model")
+        if self.router == "llm" and not self.router_model:
+            raise BadInputError("router 'llm' needs router_model (a litellm model name)", field="router_model")
         return self
+
+    def stored_body(self) -> dict[str, Any]:
+        """The knobs as stored and hashed. Knobs added later are left out while they hold their defaults:
+        a policy that uses none of them keeps the hash it was registered with, and what is stored stays
+        readable by a build from before them (a rollback), since `extra="forbid"` would refuse the field."""
+        body = self.model_dump(mode="json")
+        for name in _OMITTED_AT_DEFAULT:
+            if body.get(name) == Policy.model_fields[name].default:
+                body.pop(name, None)
+        return body
 
     def content_hash(self) -> str:
         """Identity of the knobs, so re-registering a version with other content is caught."""
-        payload = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        payload = json.dumps(self.stored_body(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(payload.encode()).hexdigest()
 
 
+# Policy knobs added after policies were first stored: out of `content_hash` at their defaults.
+_OMITTED_AT_DEFAULT = ("fact_retrieval", "fact_top", "fact_beam", "fact_depth", "router", "router_model")
 DEFAULT_POLICY = Policy(version="default-v1")
 
 
@@ -383,6 +415,17 @@ class ScoreRerank(BaseModel):
     fused_rank: int
 
 
+class RouterCost(BaseModel):
+    """What the LLM router's one call cost: tokens as the provider counted them, USD from litellm's price
+    list (None: it cannot price the model — never guessed); `failed` when it fell back to the rules."""
+
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    failed: bool = False
+
+
 class ScoreExplanation(BaseModel):
     """How an item's score was made, by the ranking's own arithmetic (graph.recall.ranking):
 
@@ -522,7 +565,9 @@ class HiddenCounts(BaseModel):
 
 # What `explain` adds to a packet: derived from it, so the fingerprint and the packet log leave it out
 # (a packet's identity is the same whether it was explained or not). A pydantic `exclude` value.
-PACKET_DERIVED: dict[str, Any] = {"hidden_explanation": True, "items": {"__all__": {"explanation"}}}
+# The LLM router's cost is left out the same way: what a call cost is not what the packet says.
+PACKET_DERIVED: dict[str, Any] = {"hidden_explanation": True, "router_cost": True,
+                                  "items": {"__all__": {"explanation"}}}
 
 
 class ContextPacket(BaseModel):
@@ -547,16 +592,23 @@ class ContextPacket(BaseModel):
     fingerprint: str
     # With `explain`: which rule hid what (HiddenRule). Derived, like the items' `explanation`.
     hidden_explanation: list[HiddenRule] | None = None
-    # The optional stages that ran, in order ("ppr", "rerank:cross-encoder", "rerank:llm", "dedup").
+    # The optional stages that ran, in order: the router's decisions first when the policy has a router
+    # ("router:rules", the question's properties, what it skipped; graph/recall/router.py), then "ppr",
+    # "facts", "rerank:cross-encoder" or "rerank:llm", "dedup".
     stages: list[str] = Field(default_factory=list)
+    # The LLM router's call, when one was made for this packet (derived: not in the fingerprint or the log).
+    router_cost: RouterCost | None = None
 
     def canonical_json(self) -> str:
         """What the fingerprint hashes. Fields added to the packet later are left out while they hold
         their defaults, so a packet that used none of them keeps the fingerprint it always had (logged
-        packets still replay as matching); `stages` is left out always: it follows from the policy and
-        `completeness.rerank_unavailable`, which are in."""
+        packets still replay as matching). Of `stages` only the router's decisions are in (as `route`,
+        when there are any): the other stages follow from the policy and `completeness.rerank_unavailable`,
+        which are in, but what the router decided may come from a model or an earlier round."""
         body = self.model_dump(mode="json", exclude={"served_at": True, "fingerprint": True, **PACKET_DERIVED})
-        body.pop("stages", None)
+        route = [s for s in body.pop("stages", None) or [] if s.startswith("router:")]
+        if route:
+            body["route"] = route
         if not body["completeness"].get("rerank_unavailable"):
             body["completeness"].pop("rerank_unavailable", None)
         if not body["hidden"].get("deduplicated"):

@@ -39,6 +39,7 @@ from graph.recall.candidates import VERSIONS_PER_KEY, IndexAnswers, admitted_row
 from graph.recall.candidates import index_answers as _fetch  # a module global: tests count the round trips
 from graph.recall.dedup import dedup
 from graph.recall.expansion import ppr_candidates
+from graph.recall.fact_source import fact_candidates
 from graph.recall.packet import Staged, assemble
 from graph.recall.pool import (
     Lenders,
@@ -53,6 +54,7 @@ from graph.recall.pool import (
 from graph.recall.ranking import Ranking, rank
 from graph.recall.request import PolicyChangedError, RecallRequest
 from graph.recall.rerank import rerank
+from graph.recall.router import route, routed
 from graph.recall.rows import ClaimRow
 from graph.recall.text import (
     STOPWORDS,
@@ -84,7 +86,10 @@ TEXT_MIN_FETCH = 200
 def recall(driver: Driver, req: RecallRequest, database: str | None = None) -> ContextPacket:
     """The packet for `req`. Without a reranker, read in one read transaction (so every step sees one
     snapshot). With one, the model runs between two: the ranking's, and the packet's links and beliefs,
-    which are read as of the same (revision, seq) and so are what the first transaction would have read."""
+    which are read as of the same (revision, seq) and so are what the first transaction would have read.
+    Under a router policy without a decision in `req.route`, the rules decide (graph.recall.router)."""
+    if req.policy.router != "none" and not req.route:
+        req = routed(req, route(req.query, req.policy))
     with driver.session(database=database, default_access_mode="READ") as session:
         if req.policy.rerank == "none":
             return session.execute_read(_recall_tx, req)
@@ -102,6 +107,7 @@ class Ranked(NamedTuple):
     pool: Pool
     ranking: Ranking
     ppr: bool
+    facts: bool = False  # fact retrieval ran (graph.recall.fact_source)
 
 
 def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
@@ -128,6 +134,10 @@ def _ranked_tx(tx: ManagedTransaction, req: RecallRequest) -> Ranked:
     graph_scores: dict[str, float] | None = None
     if policy.graph_expansion == "ppr" and policy.graph_weight > 0:
         pool, graph_scores = ppr_candidates(tx, req, pool, seq, revision, reference, need)
+    ppr = graph_scores is not None
+    # 3b. Fact retrieval: the claims behind the facts nearest the query join the graph list.
+    if policy.fact_retrieval != "none" and got.has_facts:
+        pool, graph_scores = fact_candidates(tx, req, pool, graph_scores, seq, revision, reference, need)
     # 4. Lending: hidden versions (by key, or by inferred chain) lend their match to the current one.
     pool, lenders = key_lenders(pool, versions, revision, reference)
     pool, lenders = _with_inferred_lenders(tx, req, pool, revision, reference, versions, lenders)
@@ -137,7 +147,7 @@ def _ranked_tx(tx: ManagedTransaction, req: RecallRequest) -> Ranked:
     similarity = {r.id: round(float(r.sim or 0.0), 6) for r in [*versions, *pool.rows.values()]}
     ranking = rank(pool.rows.values(), similarity, req.query, policy, reference, lenders, graph_scores,
                    limit=_ranked_depth(req, len(pool.rows)), explain=req.explain)
-    return Ranked(revision, reference, seq, got.has_facts, pool, ranking, graph_scores is not None)
+    return Ranked(revision, reference, seq, got.has_facts, pool, ranking, ppr, policy.fact_retrieval != "none")
 
 
 def _staged(req: RecallRequest, ranked: Ranked) -> Staged:
@@ -146,8 +156,8 @@ def _staged(req: RecallRequest, ranked: Ranked) -> Staged:
     policy = req.policy
     reranked = rerank(req.query, ranked.ranking.items, policy, req.rerank_options)
     deduped = dedup(reranked.items, policy.dedup_jaccard, req.k)
-    stages = (["ppr"] if ranked.ppr else []) + ([f"rerank:{policy.rerank}"] if reranked.ran else []) + (
-        ["dedup"] if policy.dedup_jaccard is not None else [])
+    stages = [*req.route] + (["ppr"] if ranked.ppr else []) + (["facts"] if ranked.facts else []) + (
+        [f"rerank:{policy.rerank}"] if reranked.ran else []) + (["dedup"] if policy.dedup_jaccard is not None else [])
     remaining = ranked.ranking.ranked - len(reranked.items) + deduped.remaining
     return Staged(deduped.items, remaining, deduped.removed, stages, reranked.unavailable)
 

@@ -35,6 +35,9 @@ class RecallRequest:
     # Explain the packet: each item's score in parts, and which rule hid what. Derived from the packet,
     # so never part of its fingerprint; off, the ranking builds nothing of it.
     explain: bool = False
+    # The router's entries for the packet's `stages` (graph.recall.router), set with the policy it chose;
+    # empty with a router policy: `recall` routes by the rules itself.
+    route: tuple[str, ...] = ()
     # Process-level knobs of the reranker (device, provider plumbing); the reranker itself is policy.
     rerank_options: RerankOptions | None = field(default=None, compare=False)
 

@@ -1,0 +1,149 @@
+"""The router as a pure function: the question's structure by the rules, the stages that follows from it,
+and a decision read back from a packet's stages. The questions are written here to show each
+construction; none is taken from a benchmark."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from api.memory import bad_input_from
+from graph.recall import router
+from graph.recall.router import COMPARISON, MULTI_HOP, TEMPORAL
+from schema.models import _OMITTED_AT_DEFAULT, Policy
+
+FULL = Policy(version="full", graph_expansion="ppr", dedup_jaccard=0.7, router="rules")
+
+
+@pytest.mark.parametrize("question", [
+    "When was the director of Titanic born?",  # the X of Y, then a predicate about it
+    "Who founded the label that signed the band?",  # a relative clause
+    "What river runs through the city where the painter died?",
+    "Where did the author of the novel's sister study?",  # nested descriptions
+    "Which team does the coach of Ajax's son play for?",
+    "What language is spoken in the country Vega is from?",  # a reduced relative
+    "What instrument did the composer known as the Red Priest play?",  # a participle
+    "When did the country containing the lake join the union?",
+    "Who is the sibling of the drummer of the band?",  # copular, but the description is nested
+    "What is the population of the town where the treaty was signed?",
+    "Which region is Ada Lovelace's city of birth located in?",  # a passive is no copula
+    "Who sang the Goldfinger theme with the Abbey Road singer?",  # a role named by what it is the role of
+])
+def test_nested_descriptions_are_multi_hop(question: str) -> None:
+    assert MULTI_HOP in router.features(question), (question, router.relations(question))
+
+
+@pytest.mark.parametrize("question", [
+    "What is the capital of France?",  # copular: asks for the relation of a named thing itself
+    "What is Dana's favourite colour?",
+    "What might Dana's favourite colour be?",
+    "What is the name of Dana's dog?",  # "name of" is no relation
+    "Who directed Titanic?",
+    "How many children does Dana have?",
+    "What books has Dana read?",
+    "Where is the city of Lyon?",  # "city of Lyon": an apposition, the place is named
+    "What did Dana say that she liked?",  # "say that": a conjunction, not a relative clause
+])
+def test_direct_questions_are_single_hop(question: str) -> None:
+    assert MULTI_HOP not in router.features(question), (question, router.relations(question))
+
+
+@pytest.mark.parametrize("question", [
+    "Which tower is taller, the Eiffel Tower or the Shard?",
+    "Were Ravel and Satie both French?",
+    "Are the two rivers of the same length?",
+    "Who was born earlier, Ada or Grace?",
+    "Which lake is the deepest in Europe?",
+    "Is the bridge longer than the tunnel?",
+    "Did Dana go hiking or swimming?",
+])
+def test_comparisons(question: str) -> None:
+    assert COMPARISON in router.features(question)
+
+
+@pytest.mark.parametrize("question", [
+    "When did Dana move to Lisbon?",
+    "What year was the bridge opened?",
+    "How long has Dana worked there?",
+    "What did Dana do after the concert?",
+    "Where did Dana live in 2019?",
+    "What did Dana cook last weekend?",
+    "What happened on 3 May 2021?",
+    "What does Dana do in the summer?",
+])
+def test_time_expressions(question: str) -> None:
+    assert TEMPORAL in router.features(question)
+
+
+def test_plain_questions_have_no_properties() -> None:
+    assert router.features("Who directed Titanic?") == frozenset()
+    assert router.features("What is the capital of France?") == frozenset()
+
+
+def test_a_single_hop_question_skips_the_second_hop_stages() -> None:
+    decision = router.route("Who directed Titanic?", FULL)
+    assert decision.policy.graph_expansion == "none" and decision.policy.dedup_jaccard == 0.7
+    assert not decision.rounds
+    assert decision.stages == ("router:rules", "router:single-hop", "router:skip-ppr", "router:one-round")
+    # everything else of the policy is as it was
+    assert decision.policy.model_dump(exclude={"graph_expansion"}) == FULL.model_dump(exclude={"graph_expansion"})
+
+
+def test_a_multi_hop_question_keeps_every_stage() -> None:
+    decision = router.route("When was the director of Titanic born?", FULL)
+    assert decision.policy.graph_expansion == "ppr" and decision.rounds
+    # a time question keeps near-duplicates: the same words said at two times are two events
+    assert decision.policy.dedup_jaccard is None
+    assert decision.stages == ("router:rules", "router:multi-hop", "router:temporal", "router:skip-dedup")
+
+
+def test_a_comparison_keeps_graph_expansion_and_rounds() -> None:
+    decision = router.route("Were Ravel and Satie both French?", FULL)
+    assert decision.policy == FULL and decision.rounds
+    assert decision.stages == ("router:rules", "router:comparison")
+
+
+def test_the_router_only_removes_stages_the_policy_allows() -> None:
+    bare = Policy(version="bare", router="rules")
+    decision = router.route("Who directed Titanic?", bare)
+    assert decision.policy == bare  # nothing to skip: no PPR, no dedup
+    assert decision.stages == ("router:rules", "router:single-hop", "router:one-round")
+    assert router.route("When was the director of Titanic born?", bare).policy == bare
+
+
+def test_a_decision_reads_back_from_the_stages_it_wrote() -> None:
+    for question in ["Who directed Titanic?", "When was the director of Titanic born?", "Were A and B both tall?"]:
+        decision = router.route(question, FULL)
+        stages = [*decision.stages, "ppr", "dedup"]
+        held = router.pinned(stages)
+        assert held is not None and held.how == "rules" and held.features == decision.features
+        assert router.decide(FULL, held.features, held.how) == decision
+        assert router.allows_rounds(stages) == decision.rounds
+    assert router.pinned(["ppr", "dedup"]) is None and router.allows_rounds(["ppr"])
+
+
+def test_an_llm_policy_decided_by_the_rules_says_so() -> None:
+    llm = Policy(version="llm", router="llm", router_model="gpt-4o-mini")
+    assert router.route("Who directed Titanic?", llm).stages[0] == "router:llm-unavailable"
+    assert router.decide(llm, {MULTI_HOP}, "llm").stages == ("router:llm", "router:multi-hop")
+    with pytest.raises(ValueError):
+        router.decide(llm, set(), "guess")
+
+
+def test_policy_fields_and_hash() -> None:
+    with pytest.raises(ValidationError) as err:
+        Policy(version="x", router="llm")
+    assert bad_input_from(err.value).field == "router_model"
+    with pytest.raises(ValueError):
+        Policy.model_validate({"version": "x", "router": "sometimes"})
+    # a policy that uses no router keeps the content hash it had before the router existed
+    plain = Policy(version="p", k=4)
+    body = {k: v for k, v in plain.model_dump(mode="json").items() if k not in _OMITTED_AT_DEFAULT}
+    before = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    assert plain.content_hash() == before and {"router", "router_model"} <= set(_OMITTED_AT_DEFAULT)
+    assert Policy(version="p", k=4, router="none").content_hash() == plain.content_hash()
+    assert Policy(version="p", k=4, router="rules").content_hash() != plain.content_hash()
+    assert json.loads(plain.model_dump_json())["router"] == "none"
