@@ -55,8 +55,8 @@ class Rounds:
     """The rounds of one question, all at round 1's revision, policy and projections_seq."""
 
     def __init__(self, mem: Memory, question: str, *, k: int | None, policy_version: str | None,
-                 as_of_revision: int | None, valid_at: datetime | date | str | None) -> None:
-        self.mem, self.question = mem, question
+                 as_of_revision: int | None, valid_at: datetime | date | str | None, explain: bool = False) -> None:
+        self.mem, self.question, self.explain = mem, question, explain
         self.k, self.policy_version, self.as_of_revision, self.valid_at = k, policy_version, as_of_revision, valid_at
         self.rounds: list[RecallRound] = []
         self.policy: Policy | None = None
@@ -71,14 +71,15 @@ class Rounds:
         first = self.rounds[0].packet if self.rounds else None
         if first is None:
             packet = self.mem.recall(query, k=self.k, policy_version=self.policy_version,
-                                     as_of_revision=self.as_of_revision, valid_at=self.valid_at)
+                                     as_of_revision=self.as_of_revision, valid_at=self.valid_at, explain=self.explain)
             self.policy, _ = policies.resolve_policy(self.mem.rt.driver, self.mem.namespace, packet.policy_version,
                                                      self.mem.rt.settings.database)
         else:
             # The router decided for the question: later rounds run the stages round 1 did.
             packet = self.mem.recall(query, k=first.k, policy_version=first.policy_version,
                                      as_of_revision=first.store_revision, valid_at=first.valid_at,
-                                     projections_seq=first.projections_seq, pinned_route=first.stages)
+                                     projections_seq=first.projections_seq, pinned_route=first.stages,
+                                     explain=self.explain)
         if not self.mem.log_packets:  # Memory.recall logged it already otherwise; every round must replay
             packet_log.log_packet(self.mem.rt.driver, packet, self.mem.rt.settings.database)
         self.rounds.append(RecallRound(round=len(self.rounds) + 1, origin=origin, query=query, added_terms=added,
@@ -110,11 +111,13 @@ class Rounds:
 
 def recall_rounds(mem: Memory, query: str, *, rounds: int | None = None, k: int | None = None,
                   policy_version: str | None = None, as_of_revision: int | None = None,
-                  valid_at: datetime | date | str | None = None) -> MultiRoundRecall:
+                  valid_at: datetime | date | str | None = None, explain: bool = False) -> MultiRoundRecall:
     """Recall with offline expansion rounds (no model): round 1 with the query, each later round with
-    the query expanded by what the round before found, fused (graph.rounds.fuse) to the first k."""
+    the query expanded by what the round before found, fused (graph.rounds.fuse) to the first k. With
+    `explain`, every round's packet explains itself (Memory.recall)."""
     wanted = check_rounds(rounds)
-    state = Rounds(mem, query, k=k, policy_version=policy_version, as_of_revision=as_of_revision, valid_at=valid_at)
+    state = Rounds(mem, query, k=k, policy_version=policy_version, as_of_revision=as_of_revision, valid_at=valid_at,
+                   explain=explain)
     first = state.run(query.strip(), "question", [])
     state.question = first.query
     assert state.policy is not None
@@ -135,7 +138,7 @@ def recall_rounds(mem: Memory, query: str, *, rounds: int | None = None, k: int 
 def ask(mem: Memory, question: str, *, llm_model: str | None = None, rounds: int | None = None,
         expansion: str | None = None, k: int | None = None, policy_version: str | None = None,
         as_of_revision: int | None = None, valid_at: datetime | date | str | None = None,
-        options: ReaderOptions | None = None) -> AskResult:
+        options: ReaderOptions | None = None, explain: bool = False) -> AskResult:
     """Answer `question` from memory (module docstring): rounds of recall, the reader on their fused
     items after each, and the answer with the claim ids it rests on."""
     if not isinstance(question, str) or not question.strip():
@@ -155,7 +158,7 @@ def ask(mem: Memory, question: str, *, llm_model: str | None = None, rounds: int
                                   or len(llm_model) > 200):
         raise BadInputError("llm_model must be a litellm model name of 1-200 characters", field="llm_model")
     state = Rounds(mem, question, k=k, policy_version=policy_version, as_of_revision=as_of_revision,
-                   valid_at=valid_at)
+                   valid_at=valid_at, explain=explain)
     first = state.run(question.strip(), "question", [])
     state.question = first.query
     policy = state.policy

@@ -345,10 +345,13 @@ class Query:
                                   "packet replayable, the rounds fused by reciprocal rank.")
     async def recall_rounds(self, info: strawberry.Info, query: str, rounds: int | None = None, k: int | None = None,
                             policy_version: str | None = None, as_of_revision: int | None = None,
-                            valid_at: str | None = None, namespace: NS = None) -> ga.MultiRoundRecall:
+                            valid_at: str | None = None, namespace: NS = None,
+                            explain: Annotated[bool, strawberry.argument(
+                                description="Every round's packet explains itself, as recall(explain:) does."
+                            )] = False) -> ga.MultiRoundRecall:
         res = await call(info, namespace, "read", lambda mem: mem.recall_rounds(
             query, rounds=rounds, k=k, policy_version=policy_version, as_of_revision=as_of_revision,
-            valid_at=valid_at))
+            valid_at=valid_at, explain=explain))
         return ga.rounds_to_gql(res)
 
     @strawberry.field(description="Answer a question from memory through an LLM reader, with the claim ids the "
@@ -357,10 +360,13 @@ class Query:
     async def ask(self, info: strawberry.Info, question: str, llm_model: str | None = None,
                   rounds: int | None = None, expansion: str | None = None, k: int | None = None,
                   policy_version: str | None = None, as_of_revision: int | None = None,
-                  valid_at: str | None = None, namespace: NS = None) -> ga.AskResult:
+                  valid_at: str | None = None, namespace: NS = None,
+                  explain: Annotated[bool, strawberry.argument(
+                      description="Every round's packet explains itself, as recall(explain:) does.")] = False,
+                  ) -> ga.AskResult:
         res = await call(info, namespace, "read", lambda mem: mem.ask(
             question, llm_model=llm_model, rounds=rounds, expansion=expansion.lower() if expansion else None,
-            k=k, policy_version=policy_version, as_of_revision=as_of_revision, valid_at=valid_at))
+            k=k, policy_version=policy_version, as_of_revision=as_of_revision, valid_at=valid_at, explain=explain))
         return ga.ask_to_gql(res)
 
     @strawberry.field

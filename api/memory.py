@@ -524,7 +524,7 @@ class Memory:
     # ---- rounds and ask (api.ask) ----------------------------------------------------------
     def recall_rounds(self, query: str, *, rounds: int | None = None, k: int | None = None,
                       policy_version: str | None = None, as_of_revision: int | None = None,
-                      valid_at: datetime | date | str | None = None) -> MultiRoundRecall:
+                      valid_at: datetime | date | str | None = None, explain: bool = False) -> MultiRoundRecall:
         """Recall with the offline second round (no model): round 1 with `query`, then up to `rounds` - 1
         rounds (default: the policy's `ask_rounds`, at least 2) with the query expanded by the subjects
         and bridge entities of the round before's top items, fused by reciprocal rank to the first k.
@@ -536,17 +536,19 @@ class Memory:
         from api.ask import recall_rounds
 
         return recall_rounds(self, query, rounds=rounds, k=k, policy_version=policy_version,
-                             as_of_revision=as_of_revision, valid_at=valid_at)
+                             as_of_revision=as_of_revision, valid_at=valid_at, explain=explain)
 
     def ask(self, question: str, *, llm_model: str | None = None, rounds: int | None = None,
             expansion: str | None = None, k: int | None = None, policy_version: str | None = None,
-            as_of_revision: int | None = None, valid_at: datetime | date | str | None = None) -> AskResult:
+            as_of_revision: int | None = None, valid_at: datetime | date | str | None = None,
+            explain: bool = False) -> AskResult:
         """Answer `question` from memory through an LLM reader (extraction.reader), with the claim ids the
         answer rests on, or `not_in_memory`. IRCoT (`expansion` "thought", the default of policies): the
         reader's thought drives the next retrieval round, up to `rounds` (default: policy `ask_rounds`);
         "offline": the rounds expand the query as `recall_rounds` does and the reader reads once.
         The model is `llm_model` or the policy's `reader_model`; the provider key comes from its own
         environment variable. Every round's packet is logged and replayable; cost is in `result.cost`.
+        With `explain`, every round's packet explains itself (as `recall` does; fingerprints unchanged).
 
         Example:
             >>> mem.ask("Who directed the film the studio made in 1997?", llm_model="gpt-4o-mini").answer
@@ -559,7 +561,7 @@ class Memory:
 
         return ask(self, question, llm_model=llm_model, rounds=rounds, expansion=expansion, k=k,
                    policy_version=policy_version, as_of_revision=as_of_revision, valid_at=valid_at,
-                   options=self.rt.reader)
+                   options=self.rt.reader, explain=explain)
 
     # ---- inferred supersession ------------------------------------------------------------
     def inferred_links(self, claim_ids: Sequence[str] | None = None, *, as_of_revision: int | None = None,

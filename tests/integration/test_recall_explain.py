@@ -250,3 +250,22 @@ def test_mcp_erase_needs_the_erase_right(memory: Memory) -> None:
     out = anyio.run(scenario)
     assert out["rw"].is_error and "FORBIDDEN" in out["rw"].content[0].text
     assert not out["eraser"].is_error and out["eraser"].structured_content["matched"] == 1
+
+
+def test_rounds_and_ask_explain_every_round(runtime: Any, memory: Memory) -> None:
+    """`explain` on the multi-round faces: every round's packet carries its explanation, and the rounds'
+    fingerprints are those of the same rounds without it."""
+    from scripts.readme_examples import answer
+
+    _load(memory)
+    on = memory.recall_rounds("who chairs the audit committee?", rounds=2, explain=True)
+    off = memory.recall_rounds("who chairs the audit committee?", rounds=2)
+    assert [r.packet.fingerprint for r in on.rounds] == [r.packet.fingerprint for r in off.rounds]
+    assert all(it.explanation is not None for r in on.rounds for it in r.packet.items)
+    assert all(it.explanation is None for r in off.rounds for it in r.packet.items)
+    assert [it.id for it in on.items] == [it.id for it in off.items]
+    query = """{ recallRounds(query: "who chairs the audit committee?", rounds: 2, namespace: "demo", explain: true)
+      { rounds { packet { fingerprint items { id explanation { fused } } } } } }"""
+    got = answer(runtime, query, memory.namespace)["data"]["recallRounds"]["rounds"]
+    assert [r["packet"]["fingerprint"] for r in got] == [r.packet.fingerprint for r in off.rounds]
+    assert all(it["explanation"] is not None for r in got for it in r["packet"]["items"])
