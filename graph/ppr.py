@@ -33,14 +33,16 @@ TOLERANCE = 1e-9
 # those claims' entities → the claims that mention *those*. A bridge entity mentioned by more than
 # max_degree claims is a hub ("United States", a team every ticket names): it keeps its edges to the
 # seeds' claims but does not expand — through a hub each claim would get under 1/max_degree of its mass.
+# MENTIONS only ever runs from a Claim to an Entity (graph.entities writes it), so the far ends are not
+# label-checked: that check was a third of the statement's cost at 100k claims.
 _NEIGHBOURHOOD_CYPHER = (
     "MATCH (seed:Entity {namespace: $ns}) WHERE seed.id IN $entities "
-    "CALL (seed) { MATCH (c1:Claim)-[m1:MENTIONS]->(seed) WHERE m1.revision <= $seq "
+    "CALL (seed) { MATCH (c1)-[m1:MENTIONS]->(seed) WHERE m1.revision <= $seq "
     "  RETURN c1 ORDER BY c1.revision DESC, c1.id LIMIT $max_degree } "
     "WITH DISTINCT c1 "
-    "MATCH (c1)-[m2:MENTIONS]->(e2:Entity) WHERE m2.revision <= $seq "
+    "MATCH (c1)-[m2:MENTIONS]->(e2) WHERE m2.revision <= $seq "
     "WITH e2, collect(c1) AS near "
-    "CALL (e2) { MATCH (c:Claim)-[m:MENTIONS]->(e2) WHERE m.revision <= $seq "
+    "CALL (e2) { MATCH (c)-[m:MENTIONS]->(e2) WHERE m.revision <= $seq "
     "  WITH c LIMIT $over RETURN collect(c) AS bounded } "
     "UNWIND CASE WHEN size(bounded) > $max_degree THEN near ELSE bounded END AS c "
     "RETURN collect([c.id, e2.id]) AS pairs"
@@ -123,7 +125,7 @@ def entity_specificity(tx: ManagedTransaction, namespace: str, seq: int,
         return {}
     rows = tx.run(
         "UNWIND $ids AS id MATCH (e:Entity {namespace: $ns, id: id}) USING INDEX e:Entity(id) "
-        "CALL (e) { MATCH (c:Claim)-[m:MENTIONS]->(e) WHERE m.revision <= $seq WITH c LIMIT $over "
+        "CALL (e) { MATCH (c)-[m:MENTIONS]->(e) WHERE m.revision <= $seq WITH c LIMIT $over "
         "RETURN count(c) AS df } RETURN id, df",
         ids=sorted(set(entity_ids)), ns=namespace, seq=seq, over=cap + 1,
     )
@@ -138,7 +140,7 @@ def linked_entities(tx: ManagedTransaction, namespace: str, seq: int, phrases: S
     if phrases:
         query_ids = [r["id"] for r in tx.run(
             "UNWIND $phrases AS p MATCH (e:Entity {namespace: $ns, canonical: p}) "
-            "WHERE EXISTS { MATCH (:Claim {namespace: $ns})-[m:MENTIONS]->(e) WHERE m.revision <= $seq } "
+            "WHERE EXISTS { MATCH ()-[m:MENTIONS]->(e) WHERE m.revision <= $seq } "
             "RETURN DISTINCT e.id AS id ORDER BY id",
             phrases=sorted(set(phrases)), ns=namespace, seq=seq,
         )]
