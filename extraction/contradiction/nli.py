@@ -15,12 +15,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from extraction.contradiction.types import DetectorUnavailableError, TextPair, Verdict, label_for
+from schema.load_once import LoadOnce
 
 METHOD = "nli"
 DEFAULT_NLI_MODEL = "cross-encoder/nli-MiniLM2-L6-H768"
@@ -54,35 +54,20 @@ class _Loaded:
         self.lock = threading.Lock()  # CrossEncoder inference is not documented as thread-safe
 
 
-_cache: dict[tuple[str, str], _Loaded] = {}
-_failures: dict[tuple[str, str], tuple[float, str]] = {}
-_cache_lock = threading.Lock()
+_loaded: LoadOnce[_Loaded] = LoadOnce(DetectorUnavailableError)
 
 
 def load_cross_encoder(name: str, device: str = "cpu", max_length: int = 256, retry_after: float = 300.0) -> _Loaded:
-    key = (name, device)
-    with _cache_lock:
-        if key in _cache:
-            return _cache[key]
-        failed = _failures.get(key)
-        if failed is not None and time.monotonic() - failed[0] < retry_after:
-            raise DetectorUnavailableError(f"NLI model {name!r} failed to load: {failed[1]}")
-        try:
-            if os.path.isdir(name):
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            from sentence_transformers import CrossEncoder
+    def build() -> _Loaded:
+        if os.path.isdir(name):
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from sentence_transformers import CrossEncoder
 
-            model = CrossEncoder(name, device=device, max_length=max_length)
-            config = getattr(model, "config", None) or model.model.config
-            loaded = _Loaded(model, label_index(dict(config.id2label)))
-        except Exception as exc:  # many library error types; the caller needs one
-            message = f"{type(exc).__name__}: {exc}"[:500]
-            _failures[key] = (time.monotonic(), message)
-            log.warning("NLI model %r could not be loaded: %s", name, message)
-            raise DetectorUnavailableError(f"NLI model {name!r} failed to load: {message}") from exc
-        _failures.pop(key, None)
-        _cache[key] = loaded
-        return loaded
+        model = CrossEncoder(name, device=device, max_length=max_length)
+        config = getattr(model, "config", None) or model.model.config
+        return _Loaded(model, label_index(dict(config.id2label)))
+
+    return _loaded.get((name, device), f"NLI model {name!r}", build, retry_after)
 
 
 class NliDetector:

@@ -19,8 +19,8 @@ their fused order and scores, after the head. The reranker runs outside the read
 A model that cannot be loaded or called degrades to no rerank: the packet is the fused ranking and
 says so (`completeness.rerank_unavailable`); a recall never fails for it. A cross-encoder is loaded
 once per (model, device) per process; a failed load is retried only after `retry_after` seconds,
-so a missing model does not cost a load attempt on every recall (the pattern of
-extraction.contradiction.nli, which graph does not import).
+so a missing model does not cost a load attempt on every recall (schema.load_once, shared with
+extraction.contradiction.nli).
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from graph.recall.ranking import stable_round
+from schema.load_once import LoadOnce
 from schema.models import PacketItem, Policy, ScoreExplanation, ScoreRerank
 
 log = logging.getLogger(__name__)
@@ -87,34 +87,21 @@ class _Loaded:
         self.lock = threading.Lock()  # CrossEncoder inference is not documented as thread-safe
 
 
-_cache: dict[tuple[str, str, int], _Loaded] = {}
-_failures: dict[tuple[str, str, int], tuple[float, str]] = {}
-_cache_lock = threading.Lock()
+_loaded: LoadOnce[_Loaded] = LoadOnce(RerankUnavailableError)
 
 
 def load_cross_encoder(name: str, options: RerankOptions = DEFAULT_OPTIONS) -> _Loaded:
     """The CrossEncoder `name` (a hub name or a local directory), loaded once per process."""
-    key = (name, options.device, options.max_length)
-    with _cache_lock:
-        if key in _cache:
-            return _cache[key]
-        failed = _failures.get(key)
-        if failed is not None and time.monotonic() - failed[0] < options.retry_after:
-            raise RerankUnavailableError(f"cross-encoder {name!r} failed to load: {failed[1]}")
-        try:
-            if os.path.isdir(name):
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            from sentence_transformers import CrossEncoder
 
-            loaded = _Loaded(CrossEncoder(name, device=options.device, max_length=options.max_length))
-        except Exception as exc:  # many library error types; the caller needs one
-            message = f"{type(exc).__name__}: {exc}"[:500]
-            _failures[key] = (time.monotonic(), message)
-            log.warning("cross-encoder %r could not be loaded: %s", name, message)
-            raise RerankUnavailableError(f"cross-encoder {name!r} failed to load: {message}") from exc
-        _failures.pop(key, None)
-        _cache[key] = loaded
-        return loaded
+    def build() -> _Loaded:
+        if os.path.isdir(name):
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from sentence_transformers import CrossEncoder
+
+        return _Loaded(CrossEncoder(name, device=options.device, max_length=options.max_length))
+
+    return _loaded.get((name, options.device, options.max_length), f"cross-encoder {name!r}", build,
+                       options.retry_after)
 
 
 def cross_encoder_scores(name: str, query: str, texts: Sequence[str],
