@@ -17,6 +17,7 @@ from graph.recall.dedup import jaccard
 from graph.recall.rerank import RerankOptions, configure, cross_encoder_scores
 from graph.recall.text import term_set
 from schema.models import ContextPacket
+from tests.tiny_models import save_tiny_bert
 
 pytestmark = pytest.mark.integration
 
@@ -76,17 +77,7 @@ def test_dedup_removes_near_duplicates_fills_to_k_and_counts_them(memory: Memory
 @pytest.fixture(scope="module")
 def tiny_ranker(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A random 2-layer BERT with one output (a relevance logit) and a vocabulary of the corpus' words."""
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
-
-    out = tmp_path_factory.mktemp("tiny-ranker")
-    tok = BertTokenizer(vocab={w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])})
-    cfg = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=128, id2label={0: "relevance"})
-    torch.manual_seed(1)
-    BertForSequenceClassification(cfg).save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-ranker"), WORDS, {0: "relevance"}, max_positions=128, seed=1)
 
 
 def test_a_cross_encoder_rescores_the_fused_head(memory: Memory, tiny_ranker: Path) -> None:

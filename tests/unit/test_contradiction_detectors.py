@@ -27,6 +27,7 @@ from extraction.contradiction import (
 from extraction.contradiction.heuristic import parse
 from extraction.contradiction.nli import label_index, load_cross_encoder
 from schema.models import ContradictionSettings
+from tests.tiny_models import save_tiny_bert
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -130,19 +131,8 @@ WORDS = ["the", "service", "is", "up", "down", "not", "latency", "high", "low", 
 @pytest.fixture(scope="module")
 def tiny_nli(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A random 2-layer BERT NLI head saved like a hub checkpoint, labels in a non-default order."""
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
-
-    out = tmp_path_factory.mktemp("tiny-nli")
-    tok = BertTokenizer(vocab={w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])})
     id2label = {0: "ENTAILMENT", 1: "NEUTRAL", 2: "CONTRADICTION"}  # not the common order on purpose
-    cfg = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=64, num_labels=3, id2label=id2label,
-                     label2id={v: k for k, v in id2label.items()})
-    torch.manual_seed(0)
-    BertForSequenceClassification(cfg).save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-nli"), WORDS, id2label)
 
 
 def test_nli_detector_scores_both_directions_with_labels_from_the_config(tiny_nli: Path) -> None:

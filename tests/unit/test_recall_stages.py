@@ -28,6 +28,7 @@ from schema.models import (
     ScoreExplanation,
     ScoreTerm,
 )
+from tests.tiny_models import save_tiny_bert
 
 WORDS = ["backups", "go", "to", "bucket", "b", "1", "2", "the", "ledger", "api", "rate", "limit", "is", "300",
          "where", "do", "per", "minute", "kept", "for", "seven", "years"]
@@ -100,17 +101,7 @@ def test_a_rerank_needs_a_model() -> None:
 @pytest.fixture(scope="module")
 def tiny_ranker(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A random 2-layer BERT with one output (a relevance logit), saved like a hub checkpoint."""
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
-
-    out = tmp_path_factory.mktemp("tiny-ranker")
-    tok = BertTokenizer(vocab={w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])})
-    cfg = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=64, id2label={0: "relevance"})
-    torch.manual_seed(0)
-    BertForSequenceClassification(cfg).save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-ranker"), WORDS, {0: "relevance"})
 
 
 def test_a_cross_encoder_rescores_the_head_and_is_loaded_once(tiny_ranker: Path) -> None:
