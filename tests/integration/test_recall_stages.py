@@ -17,6 +17,7 @@ from graph.recall.dedup import jaccard
 from graph.recall.rerank import RerankOptions, configure, cross_encoder_scores
 from graph.recall.text import term_set
 from schema.models import ContextPacket
+from tests.graphql_client import keyed_graphql
 from tests.tiny_models import save_tiny_bert
 
 pytestmark = pytest.mark.integration
@@ -188,22 +189,8 @@ def test_an_llm_reranker_without_a_provider_leaves_the_fused_ranking(memory: Mem
 
 
 def test_graphql_registers_the_stages_and_shows_what_ran(runtime: Any, namespace: str) -> None:
-    from fastapi.testclient import TestClient
-
-    from api.app import create_app
-    from api.auth import KeyStore, hash_key
-
-    keys = KeyStore.from_json(json.dumps([{"name": "a", "sha256": hash_key("stage-key"),
-                                           "namespaces": {namespace: ["read", "write"]}}]))
     _load(Memory(runtime, namespace))
-
-    def gql(query: str) -> dict[str, Any]:
-        resp = client.post("/graphql", json={"query": query}, headers={"Authorization": "Bearer stage-key"})
-        assert resp.status_code in (200, 400), resp.text
-        body: dict[str, Any] = resp.json()
-        return body
-
-    with TestClient(create_app(runtime, keys=keys)) as client:
+    with keyed_graphql(runtime, namespace, "stage-key") as gql:
         bad = gql('mutation { registerPolicy(input: {version: "r1", rerank: "llm"}) { version } }')
         assert bad["errors"][0]["extensions"]["code"] == "BAD_INPUT"
         assert bad["errors"][0]["extensions"]["field"] == "rerankModel"

@@ -19,6 +19,7 @@ from api.memory import Memory
 from api.runtime import Runtime
 from extraction.reader import ReaderOptions
 from schema.models import PACKET_DERIVED, ContextPacket
+from tests.graphql_client import keyed_graphql
 
 pytestmark = pytest.mark.integration
 
@@ -167,22 +168,8 @@ def test_router_none_packets_are_what_they_were(memory: Memory) -> None:
 
 
 def test_graphql_takes_the_router_and_names_its_fields(runtime: Any, namespace: str) -> None:
-    from fastapi.testclient import TestClient
-
-    from api.app import create_app
-    from api.auth import KeyStore, hash_key
-
-    keys = KeyStore.from_json(json.dumps([{"name": "a", "sha256": hash_key("router-key"),
-                                           "namespaces": {namespace: ["read", "write"]}}]))
     _seed(Memory(runtime, namespace))
-
-    def gql(query: str) -> dict[str, Any]:
-        resp = client.post("/graphql", json={"query": query}, headers={"Authorization": "Bearer router-key"})
-        assert resp.status_code in (200, 400), resp.text
-        body: dict[str, Any] = resp.json()
-        return body
-
-    with TestClient(create_app(runtime, keys=keys)) as client:
+    with keyed_graphql(runtime, namespace, "router-key") as gql:
         bad = gql('mutation { registerPolicy(input: {version: "r0", router: "llm"}) { version } }')
         assert bad["errors"][0]["extensions"]["code"] == "BAD_INPUT"
         assert bad["errors"][0]["extensions"]["field"] == "routerModel"
