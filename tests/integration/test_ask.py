@@ -20,26 +20,12 @@ from api.memory import Memory
 from api.runtime import Runtime
 from extraction.reader import ReaderOptions
 from schema.errors import BadInputError, LimitExceededError, UnavailableError
+from tests.northern_lights import seed as _seed
 
 pytestmark = pytest.mark.integration
 
 QUESTION = "Where was the director of Northern Lights born?"
-CORPUS = [
-    ("Northern Lights is a 1997 drama film directed by Ada Brennan.", "Northern Lights (film)"),
-    ("Ada Brennan grew up by the sea in Galway, where she was born in 1961.", "Ada Brennan"),
-    ("Galway is a harbour city on the west coast of Ireland.", "Galway"),
-    ("The northern lights are an aurora seen at high latitudes.", "Aurora"),
-    ("Northern Lights is a 1995 fantasy novel; its author was born in Norwich.", "Northern Lights (novel)"),
-]
 MODEL = "gpt-4o-mini"  # priced in litellm's local cost map, so the mocked calls get a cost
-
-
-def _seed(memory: Memory) -> dict[str, str]:
-    from api.worker import ProjectionWorker, WorkerConfig
-
-    res = memory.ingest_many([{"content": c, "source": "wiki", "metadata": {"subject": s}} for c, s in CORPUS])
-    ProjectionWorker(memory.rt, WorkerConfig(entity_embeddings=False), detectors=[]).run_once(memory.namespace)
-    return {s: str(it.id) for (_, s), it in zip(CORPUS, res.items, strict=True)}
 
 
 def scripted(answers: list[dict[str, Any]]) -> tuple[Callable[..., Any], list[str]]:

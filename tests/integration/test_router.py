@@ -20,28 +20,15 @@ from api.runtime import Runtime
 from extraction.reader import ReaderOptions
 from schema.models import PACKET_DERIVED, ContextPacket
 from tests.graphql_client import keyed_graphql
+from tests.northern_lights import seed as _seed
 
 pytestmark = pytest.mark.integration
 
 MULTI_HOP = "Where was the director of Northern Lights born?"
 SINGLE_HOP = "Who directed Northern Lights?"
-CORPUS = [
-    ("Northern Lights is a 1997 drama film directed by Ada Brennan.", "Northern Lights (film)"),
-    ("Ada Brennan grew up by the sea in Galway, where she was born in 1961.", "Ada Brennan"),
-    ("Galway is a harbour city on the west coast of Ireland.", "Galway"),
-    ("The northern lights are an aurora seen at high latitudes.", "Aurora"),
-    ("Northern Lights is a 1995 fantasy novel; its author was born in Norwich.", "Northern Lights (novel)"),
-]
 PPR = {"k": 3, "graph_expansion": "ppr", "sibling_penalty": 1.0}
 SKIPPED = ["router:rules", "router:single-hop", "router:skip-ppr", "router:one-round"]
 MODEL = "gpt-4o-mini"  # priced in litellm's local cost map
-
-
-def _seed(memory: Memory) -> None:
-    from api.worker import ProjectionWorker, WorkerConfig
-
-    memory.ingest_many([{"content": c, "source": "wiki", "metadata": {"subject": s}} for c, s in CORPUS])
-    ProjectionWorker(memory.rt, WorkerConfig(entity_embeddings=False), detectors=[]).run_once(memory.namespace)
 
 
 def _same(a: ContextPacket, b: ContextPacket) -> None:
