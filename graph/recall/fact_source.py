@@ -45,7 +45,6 @@ bounded by the policy (`fact_top` facts, then at most `fact_beam` × `fact_beam`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -123,12 +122,10 @@ def search_facts(tx: ManagedTransaction, req: RecallRequest, seq: int, need: int
     projections_seq `seq`; claims capped at `need`."""
     policy, ns = req.policy, req.namespace
     out = FactSearch()
-    triples = [_fact(r) for r in tx.run(_TRIPLES, ns=ns, seq=seq, vector=req.vector, top=policy.fact_top)]
-    out.facts_scored += len(triples)
     if policy.fact_retrieval == "beam":
-        _beam(tx, req, seq, triples, out)
+        _beam(tx, req, seq, out)
     else:
-        for f in triples:
+        for f in _triples(tx, req, seq, out):
             _keep(out.fact_scores, f.id, f.cosine)
     if not out.fact_scores:
         return out
@@ -139,15 +136,24 @@ def search_facts(tx: ManagedTransaction, req: RecallRequest, seq: int, need: int
     return out
 
 
-def _beam(tx: ManagedTransaction, req: RecallRequest, seq: int, triples: Sequence[_Fact], out: FactSearch) -> None:
-    """Beam search from the query's entities: `fact_depth` hops of `fact_beam` paths each."""
+def _triples(tx: ManagedTransaction, req: RecallRequest, seq: int, out: FactSearch) -> list[_Fact]:
+    """The namespace's `fact_top` visible facts nearest the query (the whole-namespace scan)."""
+    triples = [_fact(r) for r in tx.run(_TRIPLES, ns=req.namespace, seq=seq, vector=req.vector,
+                                        top=req.policy.fact_top)]
+    out.facts_scored += len(triples)
+    return triples
+
+
+def _beam(tx: ManagedTransaction, req: RecallRequest, seq: int, out: FactSearch) -> None:
+    """Beam search from the query's entities: `fact_depth` hops of `fact_beam` paths each. Only a query
+    that names none pays the whole-namespace triple scan, to start where the best matches are."""
     policy, ns = req.policy, req.namespace
     seeds: list[str] = []
     if req.query_phrases:
         seeds = [str(r["id"]) for r in tx.run(_QUERY_ENTITIES, phrases=sorted(set(req.query_phrases)), ns=ns,
                                               seq=seq, beam=policy.fact_beam)]
     if not seeds:  # nothing named: start where the best triple matches are
-        for f in triples[:policy.fact_beam]:
+        for f in _triples(tx, req, seq, out)[:policy.fact_beam]:
             seeds.extend(e for e in (f.subject_id, f.object_id) if e and e not in seeds)
     out.seeds = seeds[:policy.fact_beam]
     # A path: (facts on it, their cosine sum, the entity it ends at).
