@@ -107,7 +107,6 @@ class Ranked(NamedTuple):
     pool: Pool
     ranking: Ranking
     ppr: bool
-    facts: bool = False  # fact retrieval ran (graph.recall.fact_source)
 
 
 def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
@@ -147,7 +146,7 @@ def _ranked_tx(tx: ManagedTransaction, req: RecallRequest) -> Ranked:
     similarity = {r.id: round(float(r.sim or 0.0), 6) for r in [*versions, *pool.rows.values()]}
     ranking = rank(pool.rows.values(), similarity, req.query, policy, reference, lenders, graph_scores,
                    limit=_ranked_depth(req, len(pool.rows)), explain=req.explain)
-    return Ranked(revision, reference, seq, got.has_facts, pool, ranking, ppr, policy.fact_retrieval != "none")
+    return Ranked(revision, reference, seq, got.has_facts, pool, ranking, ppr)
 
 
 def _staged(req: RecallRequest, ranked: Ranked) -> Staged:
@@ -156,8 +155,9 @@ def _staged(req: RecallRequest, ranked: Ranked) -> Staged:
     policy = req.policy
     reranked = rerank(req.query, ranked.ranking.items, policy, req.rerank_options)
     deduped = dedup(reranked.items, policy.dedup_jaccard, req.k)
-    stages = [*req.route] + (["ppr"] if ranked.ppr else []) + (["facts"] if ranked.facts else []) + (
-        [f"rerank:{policy.rerank}"] if reranked.ran else []) + (["dedup"] if policy.dedup_jaccard is not None else [])
+    ran = {"ppr": ranked.ppr, "facts": policy.fact_retrieval != "none", f"rerank:{policy.rerank}": reranked.ran,
+           "dedup": policy.dedup_jaccard is not None}
+    stages = [*req.route, *(stage for stage, on in ran.items() if on)]
     remaining = ranked.ranking.ranked - len(reranked.items) + deduped.remaining
     return Staged(deduped.items, remaining, deduped.removed, stages, reranked.unavailable)
 
