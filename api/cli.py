@@ -1,4 +1,8 @@
-"""The `palimpsest` command line: run the service, manage the local Neo4j, use the memory."""
+"""The `palimpsest` command line: run the service, manage the local Neo4j, use the memory.
+
+Each command imports what it needs where it needs it (the driver, the memory, the local launcher in
+graph.server), so `--help`, an input error or `history` does not pay for what only another command uses.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,6 @@ import typer
 from rich.console import Console
 from typer.core import TyperArgument, TyperCommand
 
-from graph import server as local_server
 from schema import limits
 from schema.errors import PalimpsestError
 
@@ -113,6 +116,8 @@ def _check_instant(value: str | None) -> str | None:
 def neo4j_start() -> None:
     """Resolve the jars (first time only), start Neo4j on loopback and wait until it answers."""
     _lean_driver()
+    from graph import server as local_server
+
     cfg = local_server.ServerConfig.from_env()
     try:
         st = local_server.start(cfg)
@@ -125,6 +130,8 @@ def neo4j_start() -> None:
 @neo4j_app.command("stop")
 def neo4j_stop() -> None:
     """Stop the server this launcher started (by its pid file); anything else is left alone."""
+    from graph import server as local_server
+
     cfg = local_server.ServerConfig.from_env()
     stopped = local_server.stop(cfg)
     console.print("Neo4j stopped" if stopped else "no Neo4j started by palimpsest is running")
@@ -133,6 +140,8 @@ def neo4j_stop() -> None:
 @neo4j_app.command("status")
 def neo4j_status() -> None:
     _lean_driver()
+    from graph import server as local_server
+
     cfg = local_server.ServerConfig.from_env()
     st = local_server.status(cfg)
     print(json.dumps({"running": st.running, "pid": st.pid, "bolt_uri": st.bolt_uri,
@@ -195,6 +204,8 @@ def listening_line(host: str, port: int) -> str:
     The Browser is the local launcher's (`PALIMPSEST_NEO4J_HTTP_PORT`) unless `NEO4J_URI` names
     another server; then `NEO4J_HTTP_URL` says where its Browser is, if set.
     """
+    from graph import server as local_server
+
     shown = "127.0.0.1" if host in {"0.0.0.0", "::", ""} else host  # a wildcard bind is reached on loopback
     base = f"http://{shown}:{port}"
     line = f"listening on http://{host}:{port} — GraphiQL at {base}/graphql"

@@ -5,6 +5,13 @@ The applied version lives in the database itself (`(:SchemaMigration)` nodes and
 has a fixed dimension: once a database holds 384-dimensional embeddings, starting a service
 configured with a 768-dimensional model would silently break every similarity query, so the
 runner refuses instead.
+
+Every process runs `migrate` as it starts, so the common case — a database already at the packaged
+version — is one read: the stored meta and the applied versions in one query. Only when that read
+shows something missing does the runner inspect the vector indexes, run DDL and write. A start thus
+takes no write lock and needs no write rights on a current database, and two processes starting at
+once contend only when there is something to migrate; then every statement is idempotent (`IF NOT
+EXISTS`, `MERGE`), so both may run it.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from neo4j import Driver
+from neo4j import Driver, RoutingControl
 
 from schema.errors import SchemaMismatchError
 
@@ -68,6 +75,16 @@ def _index_dimensions(driver: Driver, database: str | None) -> dict[str, int]:
     return dims
 
 
+def _stored_state(driver: Driver, database: str | None) -> tuple[list[dict[str, Any]], set[int]]:
+    """Every `(:SchemaMeta)` node's properties and the applied versions, in one read."""
+    records, _, _ = driver.execute_query(
+        "OPTIONAL MATCH (m:SchemaMeta {id: 'schema'}) WITH collect(m {.*}) AS metas "
+        "OPTIONAL MATCH (s:SchemaMigration) RETURN metas, collect(DISTINCT s.version) AS applied",
+        database_=database, routing_=RoutingControl.READ,
+    )
+    return [dict(m) for m in records[0]["metas"]], {int(v) for v in records[0]["applied"]}
+
+
 def migrate(
     driver: Driver,
     *,
@@ -76,25 +93,32 @@ def migrate(
     database: str | None = None,
     index_timeout_s: int = 300,
 ) -> int:
-    """Bring the database to the newest schema; returns the applied version."""
-    meta = schema_meta(driver, database)
-    if meta and int(meta["embedding_dimension"]) != embedding_dimension:
-        raise SchemaMismatchError(
-            f"the database was built for {meta['embedding_dimension']}-dimensional embeddings "
-            f"(model {meta.get('embedding_model')!r}) but the configured model "
-            f"{embedding_model!r} has {embedding_dimension}; use a fresh database or the same model"
-        )
+    """Bring the database to the newest schema; returns the applied version.
+
+    A database already at the newest version, built for this dimension, is answered by one read
+    (`_stored_state`): every vector index in it was made at the dimension its meta records (by the
+    migrations, and by graph.claim_index from that meta), so the index check would find nothing.
+    """
+    metas, applied = _stored_state(driver, database)
+    for meta in metas:
+        if int(meta["embedding_dimension"]) != embedding_dimension:
+            raise SchemaMismatchError(
+                f"the database was built for {meta['embedding_dimension']}-dimensional embeddings "
+                f"(model {meta.get('embedding_model')!r}) but the configured model "
+                f"{embedding_model!r} has {embedding_dimension}; use a fresh database or the same model"
+            )
+    migrations = load_migrations(embedding_dimension)
+    version = max((m.version for m in migrations), default=0)
+    # The meta's version says the last run finished, each (:SchemaMigration) that its migration ran;
+    # both come with the one read, and both must hold, so a database edited by hand still migrates.
+    if metas and all(meta.get("version") == version for meta in metas) and {m.version for m in migrations} <= applied:
+        return version
     for name, dim in _index_dimensions(driver, database).items():
         if dim != embedding_dimension:
             raise SchemaMismatchError(
                 f"vector index {name!r} has dimension {dim}, the configured model "
                 f"{embedding_model!r} has {embedding_dimension}"
             )
-    records, _, _ = driver.execute_query(
-        "MATCH (m:SchemaMigration) RETURN m.version AS v", database_=database
-    )
-    applied = {int(r["v"]) for r in records}
-    migrations = load_migrations(embedding_dimension)
     ran = False
     for migration in migrations:
         if migration.version in applied:
@@ -107,7 +131,6 @@ def migrate(
             "ON CREATE SET m.name = $name, m.checksum = $checksum, m.applied_at = datetime()",
             v=migration.version, name=migration.name, checksum=migration.checksum, database_=database,
         )
-    version = max((m.version for m in migrations), default=0)
     driver.execute_query(
         "MERGE (m:SchemaMeta {id: 'schema'}) "
         "ON CREATE SET m.embedding_dimension = $dim, m.embedding_model = $model "
