@@ -48,7 +48,7 @@ from extraction.contradiction import (
     detect_contradictions,
 )
 from extraction.supersession_llm import LlmInferenceOptions, LlmSupersessionJudge
-from graph import claim_index, gds, inferred, policies
+from graph import claim_index, claim_terms, gds, inferred, policies
 from graph import entities as graph_entities
 from graph import facts as graph_facts
 from graph import projections as proj
@@ -229,6 +229,7 @@ class ProjectionWorker:
         # A namespace that grew past exact search before its indexes could be made (or in a database
         # migrated from shared indexes) gets them here; once made, this is one read.
         claim_index.ensure_quietly(self.rt.driver, namespace, self._db)
+        claim_terms.backfill_pass(self.rt.driver, namespace, database=self._db)
         state = proj.projections_state(self.rt.driver, namespace, self._db)
         seq = state.projections_seq if state else 0
         default = state.default_policy_at(seq + 1) if state else DEFAULT_POLICY.version

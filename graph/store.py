@@ -84,6 +84,9 @@ def _same_instant(stored: Any, given: datetime | None) -> bool:
 
 
 def _props(p: PreparedClaim, namespace: str) -> dict[str, Any]:
+    # Imported here: `graph.recall` is the whole recall pipeline, which read-only commands never load.
+    from graph.recall.text import stored_terms
+
     c = p.claim
     props: dict[str, Any] = {
         "input_hash": input_hash(c),
@@ -94,6 +97,8 @@ def _props(p: PreparedClaim, namespace: str) -> dict[str, Any]:
         "batch_index": p.index,  # order within one revision: a chain inside a batch stays in order
         "source": c.source,
         "metadata_json": json.dumps(c.metadata, sort_keys=True, separators=(",", ":")),
+        # Recall's analysis of the content, made once here instead of at every recall that meets it.
+        **stored_terms(c.content),
     }
     optional = {"claim_key": c.claim_key, "tau": c.tau, "valid_from": c.valid_from,
                 "valid_to": c.valid_to, "idempotency_key": c.idempotency_key, "correction": c.correction or None,

@@ -28,6 +28,7 @@ next candidates in) — and `packet` (assembly).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import NamedTuple
 
@@ -197,11 +198,14 @@ def _admitted_candidates(tx: ManagedTransaction, req: RecallRequest, need: int) 
         return -round(float(r.score or 0.0), 6), r.id
 
     def by_terms(r: ClaimRow) -> tuple[float, str]:
-        return -round(lexical_score(qset, r.content), 6), r.id
+        # `hits` was counted by the statement on the stored analysis: the same share as analysing here.
+        share = r.hits / len(qset) if r.hits is not None and qset else lexical_score(qset, r.term_set())
+        return -round(share, 6), r.id
 
     adapt = True
+    tcut = need * 2  # rows with a stored analysis shipped of the text answer; all of them if that falls short
     while True:
-        got = _fetch(tx, req, vfetch, tfetch, lucene, adapt)
+        got = _fetch(tx, req, vfetch, tfetch, lucene, adapt, sorted(qset), tcut)
         _check_request(req, got)
         reference = req.valid_at or got.commit_time
         pool = Pool()
@@ -211,7 +215,11 @@ def _admitted_candidates(tx: ManagedTransaction, req: RecallRequest, need: int) 
             after = admit_answer(pool, got.vrows, got.vraw, vfetch, need, got.revision, reference, by_score)
             grow_v, pool = after is None, after or pool
         if tfetch > 0:
-            after = admit_answer(pool, got.trows, got.traw, tfetch, need, got.revision, reference, by_terms)
+            trows = _whole_text_order(got, by_terms, need, reference)
+            if trows is None:  # the shipped best held too few visible claims: ship them all, same fetch
+                tcut = MAX_CANDIDATES
+                continue
+            after = admit_answer(pool, trows, got.traw, tfetch, need, got.revision, reference, by_terms)
             grow_t, pool = after is None, after or pool
         if not (grow_v or grow_t):
             return got, pool
@@ -220,6 +228,23 @@ def _admitted_candidates(tx: ManagedTransaction, req: RecallRequest, need: int) 
         vfetch = min(vfetch * 4, MAX_CANDIDATES) if grow_v else vfetch
         tfetch = min(tfetch * 4, MAX_CANDIDATES) if grow_t else tfetch
         adapt = False
+
+
+def _whole_text_order(got: IndexAnswers, order: Callable[[ClaimRow], tuple[float, str]], need: int,
+                      reference: datetime | None) -> list[ClaimRow] | None:
+    """The text rows whose place in the cut order is known, in that order; None when they hold fewer
+    than `need` visible claims although rows were left out (the caller ships them all instead).
+
+    When the statement shipped only the best rows with a stored analysis, a row ordered after the last
+    of them may have an unshipped one before it: only the prefix up to that last row is the answer's
+    own order, and the cut (with its hidden counts) is taken within it exactly as over the whole answer."""
+    ordered = sorted(got.trows, key=order)
+    if not got.text_cut_short:
+        return ordered
+    last = max(order(r) for r in got.trows if r.hits is not None)
+    prefix = [r for r in ordered if order(r) <= last]
+    visible = sum(1 for r in prefix if r.hidden_reason(got.revision, reference) is None)
+    return prefix if visible >= need else None
 
 
 def _check_request(req: RecallRequest, got: IndexAnswers) -> None:

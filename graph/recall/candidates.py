@@ -18,6 +18,7 @@ from neo4j import ManagedTransaction
 from graph.claim_index import text_hits, vector_hits
 from graph.recall.request import RecallRequest
 from graph.recall.rows import ClaimRow, rows_from
+from graph.recall.text import TERMS_VERSION
 from graph.revisions import to_py_datetime
 from schema.errors import NotFoundError
 from schema.limits import MAX_CANDIDATES
@@ -48,6 +49,10 @@ _FULL_ROW = _row_map(
     # passed in `$sims` and not computed again; reading a 384-float embedding is most of a full row.
     "sim: CASE WHEN $sims[node.id] IS NULL THEN vector.similarity.cosine(node.embedding, $vector) "
     "ELSE $sims[node.id] END",
+    # The stored analysis, when it is the current one (graph.recall.text.TERMS_VERSION): ranking reads it
+    # instead of analysing the content again.
+    "terms: CASE WHEN node.terms_v = $terms_v THEN node.terms END",
+    "names: CASE WHEN node.terms_v = $terms_v THEN node.names END",
 )
 
 # Round trip 1: the store's state, the reference time, the stored hash of the policy, and both index
@@ -74,21 +79,32 @@ _VECTOR_PART = (
 )
 # Without an index of its own, a namespace's text answer is its claims containing a query term as a word
 # (what the fulltext analyzer would match), most terms first; with one, the index's answer.
+# That answer is cut on the share of query terms a claim holds (recall's own analysis, not BM25). Claims
+# carrying their stored analysis are counted here and only the `$tcut` best — most query terms, then id —
+# are shipped; the rest (no current stored analysis) are shipped whole and analysed in Python.
+# `termed` says how many were counted, so recall knows whether the shipped order is whole.
+_TEXT_ROW = _row_map(*_VISIBILITY, "hits: qhits")
 _TEXT_PART = (
     f"CALL (s, rev, tf) {{ {text_hits('s', '$lucene', 'tf', ('tf',))}"
     "WITH tf, node, score, CASE WHEN score IS NOT NULL THEN 1 "
     "  ELSE size([t IN $tokens WHERE node.content =~ ('(?is).*\\\\b' + t + '\\\\b.*')]) END AS hits "
     "WHERE hits > 0 AND (score IS NOT NULL OR node.revision <= rev) "
     "WITH tf, node, score ORDER BY hits DESC, node.id WITH tf, collect([node, score]) AS ranked "
-    "UNWIND ranked[..tf] AS hit WITH hit[0] AS node, hit[1] AS score "
-    f"RETURN count(*) AS traw, collect(CASE WHEN node.revision <= rev THEN {_CUT_ROW} END) AS trows }} "
+    "UNWIND ranked[..tf] AS hit WITH hit[0] AS node "
+    "WITH count(*) AS traw, collect(CASE WHEN node.revision <= rev THEN node END) AS seen "
+    "CALL (seen) { UNWIND seen AS node WITH node WHERE node.terms_v = $terms_v "
+    "  WITH node, size([t IN $qterms WHERE t IN node.terms]) AS qhits ORDER BY qhits DESC, node.id "
+    "  WITH collect([node, qhits]) AS counted RETURN size(counted) AS termed, counted[..$tcut] AS top } "
+    "CALL (seen, top) { UNWIND top + [n IN seen WHERE n.terms_v IS NULL OR n.terms_v <> $terms_v | [n, null]] AS pick "
+    f"  WITH pick[0] AS node, pick[1] AS qhits RETURN collect({_TEXT_ROW}) AS trows }} "
+    "RETURN traw, termed, trows } "
 )
 _CANDIDATE_QUERIES = {
     (vector, text): _STATE_CYPHER
     + (_VECTOR_PART if vector else "WITH *, 0 AS vraw, [] AS vrows ")
-    + (_TEXT_PART if text else "WITH *, 0 AS traw, [] AS trows ")
+    + (_TEXT_PART if text else "WITH *, 0 AS traw, 0 AS termed, [] AS trows ")
     + "RETURN s.revision AS revision, s.projections_seq AS seq, rev, at, policy_hash, has_facts, vf, vraw, vrows, tf, "
-      "traw, trows, s.policy_revisions AS policy_revisions, s.policy_versions AS policy_versions"
+      "traw, termed, trows, s.policy_revisions AS policy_revisions, s.policy_versions AS policy_versions"
     for vector in (True, False) for text in (True, False)
 }
 
@@ -143,6 +159,14 @@ class IndexAnswers:
     tfetch: int
     traw: int
     trows: list[ClaimRow]
+    termed: int  # text rows with a current stored analysis, of which only `tcut` were shipped
+    tcut: int
+
+    @property
+    def text_cut_short(self) -> bool:
+        """Were rows with a stored analysis left out of `trows` (the shipped order is whole only up to the
+        last of them)?"""
+        return self.termed > self.tcut
 
 
 @dataclass(frozen=True)
@@ -170,13 +194,14 @@ class ContradictionRow:
 
 
 def index_answers(tx: ManagedTransaction, req: RecallRequest, vfetch: int, tfetch: int, lucene: str,
-                  adapt: bool) -> IndexAnswers:
-    """One index round trip; with `adapt` the fetch sizes are minimums, widened by the filter's pass rate."""
+                  adapt: bool, qterms: Sequence[str] = (), tcut: int = MAX_CANDIDATES) -> IndexAnswers:
+    """One index round trip; with `adapt` the fetch sizes are minimums, widened by the filter's pass rate.
+    Of the text answer's rows with a stored analysis, the `tcut` holding most of `qterms` are shipped."""
     record = tx.run(
         _CANDIDATE_QUERIES[(vfetch > 0, tfetch > 0)],
         ns=req.namespace, as_of=req.as_of_revision, policy_version=req.policy.version,
         vector=req.vector, vfetch=vfetch, lucene=lucene, tokens=lucene.split(), tfetch=tfetch, adapt=adapt,
-        max_fetch=MAX_CANDIDATES,
+        max_fetch=MAX_CANDIDATES, terms_v=TERMS_VERSION, qterms=sorted(set(qterms)), tcut=tcut,
     ).single()
     if record is None:
         raise NotFoundError(f"unknown namespace {req.namespace!r}: nothing was ever written there",
@@ -188,6 +213,7 @@ def index_answers(tx: ManagedTransaction, req: RecallRequest, vfetch: int, tfetc
         policy_revisions=record["policy_revisions"], policy_versions=record["policy_versions"],
         vfetch=int(record["vf"]), vraw=int(record["vraw"]), vrows=rows_from(record["vrows"]),
         tfetch=int(record["tf"]), traw=int(record["traw"]), trows=rows_from(record["trows"]),
+        termed=int(record["termed"]), tcut=tcut,
     )
 
 
@@ -197,6 +223,7 @@ def admitted_rows(tx: ManagedTransaction, req: RecallRequest, ids: Sequence[str]
     record = tx.run(
         _ADMITTED_CYPHER, ns=req.namespace, ids=list(ids), keys=list(keys), rev=revision, vector=req.vector,
         versions_per_key=VERSIONS_PER_KEY, superseded=list(superseded), sims=dict(sims or {}),
+        terms_v=TERMS_VERSION,
     ).single()
     assert record is not None  # UNWIND … collect() always returns one row
     return Admitted(rows_from(record["rows"]), rows_from(record["versions"]), frozenset(record["inferred"]))
@@ -206,7 +233,7 @@ def claims_by_id(tx: ManagedTransaction, req: RecallRequest, ids: Sequence[str],
     """Full rows of claims recorded by `revision`, in id order (visibility is the caller's to judge)."""
     return [ClaimRow.from_record(record["row"])
             for record in tx.run(_BY_ID_CYPHER, ids=list(ids), ns=req.namespace, rev=revision, vector=req.vector,
-                                      sims={})]
+                                      sims={}, terms_v=TERMS_VERSION)]
 
 
 def item_links(tx: ManagedTransaction, ns: str, ids: Sequence[str], revision: int,

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from graph.recall.rows import ClaimRow
-from graph.recall.text import identifiers, names_sibling, pool_idf, terms, weighted_lexical
+from graph.recall.text import identifiers, names_sibling, pool_idf, term_set, terms, weighted_lexical
 from graph.similarity import cosine_from_index
 from schema.models import (
     Freshness,
@@ -60,8 +60,9 @@ def rank(rows: Iterable[ClaimRow], similarity: Mapping[str, float], query: str, 
     if graph is not None and policy.graph_weight > 0 and policy.ppr_protect_top > 0:
         return _protected(candidates, similarity, query, policy, reference, lenders, graph, limit, explain)
     qterms = set(terms(query))
-    idf = pool_idf([lexical_text(r, policy) for r in candidates], qterms, policy.identifier_boost)
-    lexical = {r.id: stable_round(weighted_lexical(idf, lexical_text(r, policy))) for r in candidates}
+    present = {r.id: lexical_terms(r, policy) for r in candidates}
+    idf = pool_idf([present[r.id] for r in candidates], qterms, policy.identifier_boost)
+    lexical = {r.id: stable_round(weighted_lexical(idf, present[r.id])) for r in candidates}
     own_lexical = dict(lexical) if explain else lexical  # _best_versions lends into `lexical` in place
     judged, matched_via = _best_versions(lenders, similarity, lexical, idf, policy)
     fusion: _Linear | _RRF = (_RRF if policy.fusion == "rrf" else _Linear)(candidates, judged, lexical, policy, graph)
@@ -70,7 +71,7 @@ def rank(rows: Iterable[ClaimRow], similarity: Mapping[str, float], query: str, 
     for r in candidates:
         parts = fusion.terms(r.id)
         relevance = parts.fused()
-        sibling = names_sibling(query_names, r.content)
+        sibling = names_sibling(query_names, r.identifiers())
         if sibling:
             relevance *= policy.sibling_penalty
         relevance = stable_round(relevance)
@@ -124,7 +125,7 @@ def _best_versions(lenders: Mapping[str, Sequence[ClaimRow]], similarity: Mappin
         best = _evidence(policy, judged.get(cid, 0.0), lexical.get(cid, 0.0))
         for old in sorted(olds, key=lambda o: o.id):
             sim = judged.get(old.id, 0.0)
-            lex = stable_round(weighted_lexical(idf, lexical_text(old, policy)))
+            lex = stable_round(weighted_lexical(idf, lexical_terms(old, policy)))
             if _evidence(policy, sim, lex) > best:
                 best = _evidence(policy, sim, lex)
                 matched_via[cid] = old.id
@@ -132,15 +133,15 @@ def _best_versions(lenders: Mapping[str, Sequence[ClaimRow]], similarity: Mappin
     return judged, matched_via
 
 
-def lexical_text(row: ClaimRow, policy: Policy) -> str:
-    """The words a claim's lexical match is scored on: its content, and with `subject_terms` the
-    subject its metadata declares (schema.subjects) — a passage often names its subject only in
-    its title. The subject is read from the row's own metadata, so the score stays a pure function
+def lexical_terms(row: ClaimRow, policy: Policy) -> frozenset[str]:
+    """The terms a claim's lexical match is scored on: its content's, and with `subject_terms` those of
+    the subject its metadata declares (schema.subjects) too — a passage often names its subject only
+    in its title. The subject is read from the row's own metadata, so the score stays a pure function
     of rows, query and policy."""
     if not policy.subject_terms or not row.metadata_json:
-        return row.content
+        return row.term_set()
     subject = declared_subject(json.loads(row.metadata_json))
-    return f"{subject} {row.content}" if subject else row.content
+    return term_set(f"{subject} {row.content}") if subject else row.term_set()
 
 
 class _Terms(NamedTuple):

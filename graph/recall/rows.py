@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from graph.recall import text
 from graph.revisions import optional_datetime
 from graph.visibility import HiddenReason, end_at, from_micros, hidden_reason
 
@@ -36,6 +37,12 @@ class ClaimRow:
     sim: float | None = None  # exact cosine with the query vector, on the index's (1 + cos) / 2 scale
     # Narrow rows only: the score the index answered with.
     score: float | None = None
+    # The analysis stored with the claim (graph.recall.text.stored_terms), when its version is current;
+    # None: the content is analysed instead. `hits`: how many query terms the stored terms hold, counted
+    # by the text answer's statement (narrow text rows only).
+    terms: frozenset[str] | None = None
+    names: frozenset[str] | None = None
+    hits: int | None = None
 
     @classmethod
     def from_record(cls, row: Mapping[str, Any]) -> ClaimRow:
@@ -46,7 +53,16 @@ class ClaimRow:
             retracted_at_revision=row["retracted_at_revision"], source=row.get("source"),
             metadata_json=row.get("metadata_json"), recorded_at=optional_datetime(row.get("recorded_at")),
             tau=row.get("tau"), sim=row.get("sim"), score=row.get("score"),
+            terms=_frozen(row.get("terms")), names=_frozen(row.get("names")), hits=row.get("hits"),
         )
+
+    def term_set(self) -> frozenset[str]:
+        """The claim's terms: stored, or (no current stored analysis) analysed from its content."""
+        return self.terms if self.terms is not None else text.term_set(self.content)
+
+    def identifiers(self) -> frozenset[str]:
+        """The names the claim is about: stored, or analysed from its content."""
+        return self.names if self.names is not None else text.identifiers(self.content)
 
     def hidden_reason(self, revision: int, valid_at: datetime | None) -> HiddenReason | None:
         """Why the claim is not visible at (revision, valid_at); None when it is."""
@@ -60,6 +76,10 @@ class ClaimRow:
         """Where a visible claim's world-time window ended as of `revision` (its stated end if it records none)."""
         until = end_at(self.vis_from, self.vis_to, self.vis_until, revision)
         return self.valid_to if until is None else from_micros(until)
+
+
+def _frozen(values: Sequence[str] | None) -> frozenset[str] | None:
+    return None if values is None else frozenset(values)
 
 
 def rows_from(records: Sequence[Mapping[str, Any]]) -> list[ClaimRow]:

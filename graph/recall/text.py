@@ -58,6 +58,21 @@ def _analysed(text: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(all_terms), frozenset(names)
 
 
+# The version of the analysis above. Every claim stores its terms and names when written (`Claim.terms`,
+# `Claim.names`, `Claim.terms_v`), so recall reads them instead of analysing a few hundred texts; a stored
+# list is used only when its version is this one, otherwise the text is analysed again. Any change to
+# what `terms` or `identifiers` return must bump it (tests/unit/test_stored_terms.py holds a digest of
+# the analysis of a fixed corpus and fails until it is bumped), or old claims would be scored by
+# another analysis than new ones.
+TERMS_VERSION = 1
+
+
+def stored_terms(text: str) -> dict[str, object]:
+    """What a claim stores of its text's analysis: sorted terms and names, and the analysis version."""
+    all_terms, names = _analysed(text)
+    return {"terms": sorted(all_terms), "names": sorted(names), "terms_v": TERMS_VERSION}
+
+
 def term_set(text: str) -> frozenset[str]:
     """`terms` as a set, memoised: a recall scores a few hundred texts several ways, and popular
     claims come back recall after recall; the function is pure, so caching changes nothing."""
@@ -103,26 +118,28 @@ def _stems(term: str) -> tuple[str, ...]:
     return tuple(p[:5] for p in _PART_RE.split(term[1:]) if p)
 
 
-def names_sibling(query_names: frozenset[str], content: str) -> bool:
+def names_sibling(query_names: frozenset[str], names: frozenset[str]) -> bool:
     """Does the text name a *sibling* of what the query names, and not the thing itself?
 
     "checkout-gateway" shares a part with "checkout-scheduler", "Sterling Systems" with
     "Sterling Holdings": a claim that names such a sibling but none of the query's names is about
     something else, however well its other words match. Texts that name nothing are not judged.
+    `names` are the text's `identifiers` (stored with the claim, or analysed).
     """
     if not query_names:
         return False
     asked = {_stems(q) for q in query_names}
-    own = {_stems(c) for c in identifiers(content)}
+    own = {_stems(c) for c in names}
     others = own - asked  # naming two things the query names is not naming a sibling
     return any(q not in own and any(set(q) & set(c) for c in others) for q in sorted(asked))
 
 
-def lexical_score(query_terms: set[str], content: str) -> float:
-    """The unweighted share of query terms a text contains: the order the text index answer is cut on."""
+def lexical_score(query_terms: set[str], present: frozenset[str]) -> float:
+    """The unweighted share of query terms a text (its term set `present`) contains: the order the text
+    index answer is cut on."""
     if not query_terms:
         return 0.0
-    return len(query_terms & term_set(content)) / len(query_terms)
+    return len(query_terms & present) / len(query_terms)
 
 
 def lucene_query(text: str) -> str:
@@ -130,8 +147,8 @@ def lucene_query(text: str) -> str:
     return " ".join(sorted(set(_TOKEN_RE.findall(text.lower())) - STOPWORDS))
 
 
-def pool_idf(contents: Sequence[str], qterms: set[str], identifier_boost: float = 1.0) -> dict[str, float]:
-    """BM25-style IDF of the query terms over the candidate pool itself (the candidates' texts).
+def pool_idf(doc_terms: Sequence[frozenset[str]], qterms: set[str], identifier_boost: float = 1.0) -> dict[str, float]:
+    """BM25-style IDF of the query terms over the candidate pool itself (the candidates' term sets).
 
     Corpus-wide statistics would make a packet drift as unrelated writes arrive; the pool is a
     function of what is visible at the packet's revision, so these weights are replay-stable.
@@ -139,8 +156,7 @@ def pool_idf(contents: Sequence[str], qterms: set[str], identifier_boost: float 
     what tells "Ravi Alvarez" from "Hiroshi Alvarez". Terms no candidate contains carry no
     evidence either way and are left out; identifier terms are weighted up by the policy.
     """
-    n = len(contents)
-    doc_terms = [term_set(content) for content in contents]
+    n = len(doc_terms)
     idf = {}
     for t in sorted(qterms):
         df = sum(1 for d in doc_terms if t in d)
@@ -151,10 +167,9 @@ def pool_idf(contents: Sequence[str], qterms: set[str], identifier_boost: float 
     return idf
 
 
-def weighted_lexical(idf: dict[str, float], content: str) -> float:
-    """The IDF-weighted share of the query's terms a text contains."""
+def weighted_lexical(idf: dict[str, float], present: frozenset[str]) -> float:
+    """The IDF-weighted share of the query's terms a text (its term set `present`) contains."""
     total = sum(idf.values())
     if total <= 0:
         return 0.0
-    present = term_set(content)
     return sum(w for t, w in idf.items() if t in present) / total

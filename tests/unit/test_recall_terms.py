@@ -24,15 +24,16 @@ def test_names_are_identifiers_but_head_word_phrases_are_not() -> None:
 
 def test_a_claim_naming_a_sibling_and_not_the_asked_name_is_flagged() -> None:
     asked = identifiers("How fast must checkout-scheduler answer?")
-    assert names_sibling(asked, "The checkout-gateway service keeps p99 under 750 ms.")
-    assert not names_sibling(asked, "checkout-scheduler calls checkout-gateway for payment.")
-    assert not names_sibling(asked, "A latency budget applies to every service.")  # names nothing
-    assert not names_sibling(asked, "The ledger-api keeps p99 under 750 ms.")  # unrelated, not a sibling
+    assert names_sibling(asked, identifiers("The checkout-gateway service keeps p99 under 750 ms."))
+    assert not names_sibling(asked, identifiers("checkout-scheduler calls checkout-gateway for payment."))
+    assert not names_sibling(asked, identifiers("A latency budget applies to every service."))  # names nothing
+    assert not names_sibling(asked, identifiers("The ledger-api keeps p99 under 750 ms."))  # unrelated, not a sibling
 
 
 def test_inflections_of_one_name_are_not_siblings_and_two_asked_names_are_not_either() -> None:
-    assert not names_sibling(identifiers("What is the auto-renewal period?"), "The contract auto-renews yearly.")
+    asked = identifiers("What is the auto-renewal period?")
+    assert not names_sibling(asked, identifiers("The contract auto-renews yearly."))
     both = identifiers("Compare Sterling Holdings and Sterling Systems")
-    assert not names_sibling(both, "Sterling Systems is rated BB+.")
-    assert names_sibling(identifiers("Rating of Sterling Holdings?"), "Sterling Systems is rated BB+.")
+    assert not names_sibling(both, identifiers("Sterling Systems is rated BB+."))
+    assert names_sibling(identifiers("Rating of Sterling Holdings?"), identifiers("Sterling Systems is rated BB+."))
 
