@@ -72,7 +72,8 @@ def export_records(driver: Driver, namespace: str, *, embedding_model: str, embe
             counts = {str(k): int(v) for k, v in counted.data().items()}
             props = dict(store["p"])
             props.pop("claim_indexes", None)  # which indexes exist is the database's, not the store's
-            props.pop("terms_v", None)  # so is whether every claim carries its stored analysis (graph.claim_terms)
+            for backfill in ("terms_v", "terms_cursor"):  # so is the stored analysis' backfill (graph.claim_terms)
+                props.pop(backfill, None)
             yield {"kind": "header", "format": fmt.FORMAT, "version": fmt.VERSION, "namespace": namespace,
                    "store_revision": int(props["revision"]), "projections_seq": int(props.get("projections_seq") or 0),
                    "exported_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
