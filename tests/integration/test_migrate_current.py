@@ -1,6 +1,6 @@
 """A process start on a migrated database: `migrate` reads once and writes nothing.
 
-The session's driver fixture has already brought the database to the packaged version, so every
+The driver fixture (one per test run) has already brought the database to the packaged version, so every
 later start (each CLI command, each worker) must find it current in one read-only round trip.
 """
 
