@@ -46,7 +46,8 @@ def backfill_pass(driver: Driver, namespace: str, *, batch: int = 2000, database
 
 def _backfill_batch(driver: Driver, namespace: str, after: int, batch: int,
                     database: str | None) -> tuple[int, int]:
-    """Analyse and store up to `batch` claims from revision `after` on: (how many, the last revision seen)."""
+    """Analyse and store up to `batch` claims from revision `after` on: (how many, the last revision seen).
+    The write matches the content it analysed, so a claim changed meanwhile is left alone."""
     records, _, _ = driver.execute_query(_STALE, ns=namespace, v=TERMS_VERSION, batch=batch, after=after,
                                          database_=database, routing_="r")
     if not records:
@@ -55,16 +56,3 @@ def _backfill_batch(driver: Driver, namespace: str, after: int, batch: int,
     driver.execute_query(_WRITE, ns=namespace, rows=rows, database_=database)
     return len(rows), int(records[-1]["revision"])
 
-
-def backfill_terms(driver: Driver, namespace: str, *, batch: int = 2000, max_batches: int | None = None,
-                   database: str | None = None) -> int:
-    """Store the analysis of up to `max_batches` × `batch` claims lacking a current one; returns how many.
-    The write matches the content it analysed, so a claim changed (erased) meanwhile is left alone."""
-    done, batches, after = 0, 0, 0
-    while max_batches is None or batches < max_batches:
-        n, after = _backfill_batch(driver, namespace, after, batch, database)
-        done += n
-        batches += 1
-        if n < batch:
-            break
-    return done

@@ -238,11 +238,11 @@ def _whole_text_order(got: IndexAnswers, order: Callable[[ClaimRow], tuple[float
     When the statement shipped only the best rows with a stored analysis, a row ordered after the last
     of them may have an unshipped one before it: only the prefix up to that last row is the answer's
     own order, and the cut (with its hidden counts) is taken within it exactly as over the whole answer."""
-    ordered = sorted(got.trows, key=order)
+    keyed = sorted(((order(r), r) for r in got.trows), key=lambda kr: kr[0])
     if not got.text_cut_short:
-        return ordered
-    last = max(order(r) for r in got.trows if r.hits is not None)
-    prefix = [r for r in ordered if order(r) <= last]
+        return [r for _, r in keyed]
+    last = max(key for key, r in keyed if r.hits is not None)
+    prefix = [r for key, r in keyed if key <= last]
     visible = sum(1 for r in prefix if r.hidden_reason(got.revision, reference) is None)
     return prefix if visible >= need else None
 

@@ -201,7 +201,7 @@ def index_answers(tx: ManagedTransaction, req: RecallRequest, vfetch: int, tfetc
         _CANDIDATE_QUERIES[(vfetch > 0, tfetch > 0)],
         ns=req.namespace, as_of=req.as_of_revision, policy_version=req.policy.version,
         vector=req.vector, vfetch=vfetch, lucene=lucene, tokens=lucene.split(), tfetch=tfetch, adapt=adapt,
-        max_fetch=MAX_CANDIDATES, terms_v=TERMS_VERSION, qterms=sorted(set(qterms)), tcut=tcut,
+        max_fetch=MAX_CANDIDATES, terms_v=TERMS_VERSION, qterms=list(qterms), tcut=tcut,
     ).single()
     if record is None:
         raise NotFoundError(f"unknown namespace {req.namespace!r}: nothing was ever written there",
