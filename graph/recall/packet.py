@@ -115,10 +115,7 @@ def hidden_explanation(pool: Pool, ranking: Ranking, revision: int, valid_at: da
     inferred = set(pool.inferred)
     superseded = [c for c in by_reason.get("superseded", []) if c not in inferred]
     # Current at the revision but hidden as superseded: its world-time window was closed at valid_at.
-    # (Superseded rows that PPR or an inferred chain brought in are not kept in `pool.superseded`: they
-    # count as replaced.)
-    closed = [c for c in superseded
-              if c in pool.superseded and current_at(pool.superseded[c].vis_from, pool.superseded[c].vis_to, revision)]
+    closed = [c for c in superseded if c in pool.closed]
     shut = set(closed)
     replaced = [c for c in superseded if c not in shut]
     at = iso(valid_at)

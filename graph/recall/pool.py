@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from graph.recall.rows import ClaimRow
+from graph.visibility import current_at
 from schema.limits import MAX_CANDIDATES
 
 # Per candidate id, the hidden versions whose match it may borrow (packet ranking picks the best).
@@ -25,17 +26,27 @@ class Pool:
     exhausted: bool = False
     superseded: Mapping[str, ClaimRow] = field(default_factory=dict)  # hidden as superseded at R
     inferred: frozenset[str] = frozenset()  # of those, hidden by an inferred supersession
+    # Hidden as superseded although current at R: a later version's world-time window had taken over at
+    # valid_at. Kept for every hidden row, whichever step met it (explain tells the two rules apart).
+    closed: frozenset[str] = frozenset()
 
     def with_rows(self, rows: Iterable[ClaimRow], revision: int, valid_at: datetime | None) -> Pool:
         """Visible rows join the pool (first sighting wins); the others are counted as hidden."""
-        admitted, hidden = dict(self.rows), dict(self.hidden)
+        admitted, hidden, closed = dict(self.rows), dict(self.hidden), set(self.closed)
         for row in rows:
             reason = row.hidden_reason(revision, valid_at)
             if reason is None:
                 admitted.setdefault(row.id, row)
             else:
                 hidden.setdefault(row.id, reason)
-        return replace(self, rows=admitted, hidden=hidden)
+                closed |= _window_closed(row, reason, revision)
+        return replace(self, rows=admitted, hidden=hidden, closed=frozenset(closed))
+
+
+def _window_closed(row: ClaimRow, reason: str, revision: int) -> set[str]:
+    """{row.id} when the row is hidden as superseded while current at `revision` (its window was closed at
+    valid_at, not its version replaced); else nothing."""
+    return {row.id} if reason == "superseded" and current_at(row.vis_from, row.vis_to, revision) else set()
 
 
 def admit_answer(pool: Pool, rows: Sequence[ClaimRow], raw: int, fetch: int, need: int, revision: int,
@@ -53,6 +64,7 @@ def admit_answer(pool: Pool, rows: Sequence[ClaimRow], raw: int, fetch: int, nee
     if visible < need and raw >= fetch and fetch < MAX_CANDIDATES:
         return None
     admitted, hidden, superseded = dict(pool.rows), dict(pool.hidden), dict(pool.superseded)
+    closed = set(pool.closed)
     taken = 0
     for row, reason in zip(ordered, reasons, strict=True):
         if taken >= need:
@@ -62,9 +74,10 @@ def admit_answer(pool: Pool, rows: Sequence[ClaimRow], raw: int, fetch: int, nee
             admitted.setdefault(row.id, row)
         else:
             hidden.setdefault(row.id, reason)
+            closed |= _window_closed(row, reason, revision)
             if reason == "superseded":
                 superseded.setdefault(row.id, row)
-    return replace(pool, rows=admitted, hidden=hidden, superseded=superseded,
+    return replace(pool, rows=admitted, hidden=hidden, superseded=superseded, closed=frozenset(closed),
                    exhausted=pool.exhausted or (visible < need and raw >= fetch))
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from graph.recall.packet import hidden_counts, hidden_explanation
-from graph.recall.pool import Pool
+from graph.recall.pool import Pool, admit_answer
 from graph.recall.ranking import _RRF, rank
 from graph.recall.rows import ClaimRow
 from schema.models import (
@@ -163,7 +163,8 @@ def test_each_hidden_count_names_its_rule_and_ids() -> None:
     inferred = _row("i", "keyless old", vis_to=4)
     pool = Pool(rows={}, hidden={"c": "superseded", "r": "superseded", "i": "superseded", "t": "retracted",
                                  "e": "expired", "f": "not_yet_valid", "later": "recorded_later"},
-                superseded={"c": closed, "r": replaced, "i": inferred}, inferred=frozenset({"i"}))
+                superseded={"c": closed, "r": replaced, "i": inferred}, inferred=frozenset({"i"}),
+                closed=frozenset({"c"}))
     ranking = rank([_row("a", "warfarin dose"), _row("b", "harbour street")], {"a": 0.9, "b": 0.5},
                    "warfarin dose", Policy(version="p", min_relevance=0.3), None, limit=5)
     at = datetime(2020, 1, 1, tzinfo=UTC)
@@ -181,6 +182,25 @@ def test_each_hidden_count_names_its_rule_and_ids() -> None:
             ids |= {i for r in rules if r.count == "inferred" for i in r.ids}
         assert len(ids) == value, field
     assert "2020-01-01T00:00:00Z" in rules[1].detail and "0.3" in rules[-1].detail
+
+
+def test_a_closed_window_is_told_from_a_replaced_version_whichever_step_met_it() -> None:
+    """Rows an index answer admitted and rows a later step (PPR, an inferred chain) brought in are
+    explained by the same rules: current at the revision but hidden at valid_at is `window_closed`."""
+    revision, at = 5, datetime(2020, 1, 1, tzinfo=UTC)
+    closed = ClaimRow(id="c", content="v1", claim_key="k2", revision=1, valid_from=None, valid_to=None,
+                      vis_from=[1], vis_to=[2**62], vis_until=[10], retracted_at_revision=None)
+    replaced = _row("r", "v0", key="k", vis_to=2)
+    assert closed.hidden_reason(revision, at) == replaced.hidden_reason(revision, at) == "superseded"
+    ranking = rank([], {}, "v", Policy(version="p"), None, limit=5)
+    by_index = admit_answer(Pool(), [closed, replaced], raw=2, fetch=8, need=1, revision=revision, valid_at=at,
+                            order=lambda r: r.id)
+    by_step = Pool().with_rows([closed, replaced], revision, at)
+    assert by_index is not None
+    for pool in (by_index, by_step):
+        rules = {r.rule: r.ids for r in hidden_explanation(pool, ranking, revision, at, 0.0)}
+        assert rules == {"replaced": ["r"], "window_closed": ["c"]}
+        assert hidden_counts(pool, ranking).superseded == 2
 
 
 def test_random_pools_add_up_and_rank_alike_explained_or_not() -> None:
