@@ -530,14 +530,19 @@ class ProjectionWorker:
         return run
 
     def run_pending(self, namespaces: Sequence[str] | None = None, *, pagerank: bool = True) -> list[PassReport]:
-        """One pass over every namespace with pending work (or over the given ones)."""
-        names = list(namespaces) if namespaces else proj.pending_namespaces(self.rt.driver, self._db)
+        """One pass over every namespace with pending work (or over the given ones), each namespace once.
+
+        The pending list is read again after every namespace's turn, and the next turn goes to the smallest
+        backlog not yet served in this pass: a tenant that starts writing mid-pass waits for one turn of
+        one other namespace, not for a whole pass over every bulk import in the database."""
         if not namespaces:  # also those caught up but past exact search without indexes (after an upgrade)
-            for ns in claim_index.unindexed(self.rt.driver, self._db):
-                claim_index.ensure_quietly(self.rt.driver, ns, self._db)
-        reports = []
+            for grown in claim_index.unindexed(self.rt.driver, self._db):
+                claim_index.ensure_quietly(self.rt.driver, grown, self._db)
+        reports: list[PassReport] = []
         self.pass_errors = []
-        for ns in names:
+        served: set[str] = set()
+        while (ns := self._next_turn(namespaces, served)) is not None:
+            served.add(ns)
             try:
                 reports.append(self.run_once(ns, pagerank=pagerank))
             except (ServiceUnavailable, SessionExpired, UnavailableError):
@@ -547,6 +552,12 @@ class ProjectionWorker:
                 self.pass_errors.append(f"{type(exc).__name__}: {exc}")
                 log.exception("projections of %s failed; other namespaces go on", ns)
         return reports
+
+    def _next_turn(self, namespaces: Sequence[str] | None, served: set[str]) -> str | None:
+        """The next namespace of this pass: the given ones in order, or the pending one with the smallest
+        backlog (graph.projections.pending_namespaces) not served yet."""
+        names = list(namespaces) if namespaces else proj.pending_namespaces(self.rt.driver, self._db)
+        return next((ns for ns in names if ns not in served), None)
 
 
 _default_workers: dict[int, ProjectionWorker] = {}
