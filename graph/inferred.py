@@ -182,7 +182,12 @@ def _neighbours(tx: ManagedTransaction, ns: str, sid: str, floor: float, limit: 
             "MATCH (st:Store {namespace: $ns}) MATCH (n:Claim {namespace: $ns, id: $id}) "
             "UNWIND $queries AS q "
             + text_hits("st", "q", "$flimit", ("q",)) +
-            "WITH DISTINCT n, node AS c "
+            # Prefix queries score every match alike, so an answer that fills the limit is a subset Lucene
+            # chose by its document order (which a rebuilt index does not keep): such a name, held by that
+            # many claims, is no lexical guide and is left out. (The exact scan of a small namespace —
+            # null scores — returns every claim, for the cosine below to judge.)
+            "WITH n, q, collect([node, score]) AS hits WHERE size(hits) < $flimit OR hits[0][1] IS NULL "
+            "UNWIND hits AS hit WITH DISTINCT n, hit[0] AS c "
             f"WHERE c.namespace = $ns AND {_ADMISSIBLE} "
             "WITH n, c, vector.similarity.cosine(n.embedding, c.embedding) AS score WHERE score >= $threshold "
             f"RETURN {_ROW} AS row, score ORDER BY score DESC, row.id LIMIT $want",

@@ -83,15 +83,22 @@ _VECTOR_PART = (
 # carrying their stored analysis are counted here and only the `$tcut` best — most query terms, then id —
 # are shipped; the rest (no current stored analysis) are shipped whole and analysed in Python.
 # `termed` says how many were counted, so recall knows whether the shipped order is whole.
+# When the index's answer filled the fetch, the run of claims tied at its lowest BM25 score is left out
+# whole: Lucene breaks ties by its internal document order, which a rebuilt index (an import, a merge)
+# does not keep, so which of a tied run made the limit is not the data's to say. What is kept — every
+# claim scoring above that run — is. (`traw` still counts the whole answer: the fetch grows as before
+# when too few visible claims are left, and at MAX_CANDIDATES the answer is taken as it is.)
 _TEXT_ROW = _row_map(*_VISIBILITY, "hits: qhits")
 _TEXT_PART = (
     f"CALL (s, rev, tf) {{ {text_hits('s', '$lucene', 'tf', ('tf',))}"
     "WITH tf, node, score, CASE WHEN score IS NOT NULL THEN 1 "
     "  ELSE size([t IN $tokens WHERE node.content =~ ('(?is).*\\\\b' + t + '\\\\b.*')]) END AS hits "
     "WHERE hits > 0 AND (score IS NOT NULL OR node.revision <= rev) "
-    "WITH tf, node, score ORDER BY hits DESC, node.id WITH tf, collect([node, score]) AS ranked "
-    "UNWIND ranked[..tf] AS hit WITH hit[0] AS node "
-    "WITH count(*) AS traw, collect(CASE WHEN node.revision <= rev THEN node END) AS seen "
+    "WITH tf, node, score ORDER BY hits DESC, node.id "
+    # (No grouping key: over no matches at all, the aggregation must still give its one row.)
+    "WITH collect([node, score]) AS ranked, min(score) AS lowest WITH ranked[..tf] AS answer, lowest "
+    "WITH size(answer) AS traw, [hit IN answer WHERE (hit[1] IS NULL OR size(answer) < tf OR tf >= $max_fetch "
+    "  OR hit[1] > lowest) AND hit[0].revision <= rev | hit[0]] AS seen "
     "CALL (seen) { UNWIND seen AS node WITH node WHERE node.terms_v = $terms_v "
     "  WITH node, size([t IN $qterms WHERE t IN node.terms]) AS qhits ORDER BY qhits DESC, node.id "
     "  WITH collect([node, qhits]) AS counted RETURN size(counted) AS termed, counted[..$tcut] AS top } "
