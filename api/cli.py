@@ -6,6 +6,7 @@ graph.server), so `--help`, an input error or `history` does not pay for what on
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -24,7 +25,26 @@ if TYPE_CHECKING:
     from api.runtime import Runtime
     from schema.models import ContextPacket
 
-app = typer.Typer(no_args_is_help=True, help="Palimpsest: temporal knowledge memory for agents.")
+
+class ExitingTyper(typer.Typer):
+    """The console entry (`palimpsest = "api.cli:app"`), which leaves the heap to the OS at exit.
+
+    As the interpreter shuts down, its last garbage collection frees, one by one, every object the
+    imports made: the driver, pydantic, typer and the project's modules make some 50,000, and tearing
+    them down took 0.1-0.2 s of a `history` or `check` that otherwise takes 0.6 s. The process is
+    ending, so what is alive when the command returns is moved out of the collector's reach
+    (`gc.freeze`) instead. The commands close their own files, sessions and driver; atexit handlers
+    and the flushing of stdout and stderr still run. CliRunner calls the command itself, not this.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        finally:
+            gc.freeze()
+
+
+app = ExitingTyper(no_args_is_help=True, help="Palimpsest: temporal knowledge memory for agents.")
 neo4j_app = typer.Typer(no_args_is_help=True, help="The local Neo4j 5.26 + GDS server (no Docker).")
 app.add_typer(neo4j_app, name="neo4j")
 policy_app = typer.Typer(no_args_is_help=True, help="Versioned, immutable recall policies.")

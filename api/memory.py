@@ -17,23 +17,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from api.runtime import Runtime
-from extraction.entities import canonical, query_phrases
-from extraction.router_llm import RouteVerdict
-from extraction.router_llm import classify as classify_question
 from graph import check as check_q
-from graph import claim_queries, contradiction_queries, export_format, packet_log, policies, store
-from graph import entities as entity_q
+from graph import claim_queries, contradiction_queries, policies, store
 from graph import erase as erase_q
-from graph import export as export_q
-from graph import facts as facts_q
 from graph import history as history_q
-from graph import importer as importer_q
-from graph import inferred as inferred_q
 from graph.claim_queries import ClaimFilter
-from graph.recall import PolicyChangedError, RecallRequest
-from graph.recall import recall as recall_q
-from graph.recall import router as router_q
-from graph.recall.router import Route
 from schema import limits
 from schema.dates import parse_instant
 from schema.errors import BadInputError, ConflictError, LimitExceededError, NotFoundError, PalimpsestError
@@ -61,7 +49,13 @@ from schema.subjects import embedded_subject, embedding_text
 
 if TYPE_CHECKING:
     from api.worker import BackgroundWorker, PassReport, WorkerConfig
+    from extraction.router_llm import RouteVerdict
+    from graph.recall.router import Route
     from schema.ask import AskResult, MultiRoundRecall
+
+# Recall (graph.recall, the entity matcher, the LLM router), export, import, the entity graph, facts and
+# inferred links are imported by the methods that use them: a process that only reads a key's history,
+# checks a namespace or reads its policy (`palimpsest history`, `check`, `policy`) does not load them.
 
 _LIMIT_CTX = ("max_length", "min_length", "gt", "ge", "lt", "le")
 # A recall redone because the namespace's default or a cached policy changed under it; more is churn.
@@ -277,6 +271,9 @@ class Memory:
         holds the namespace's write lock, so it is one consistent snapshot and writes to this namespace
         wait; stop early and the lock is released. `progress(done, total)` is told after each record.
         """
+        from graph import export as export_q
+        from graph import export_format
+
         records = export_q.export_records(self.rt.driver, self.namespace, embedding_model=self.rt.embedder.model_name,
                                           embedding_dimension=self.rt.embedder.dimension, database=self._db)
         total = 0
@@ -300,6 +297,8 @@ class Memory:
             ConflictError: the namespace is not empty without `remap`, or ids/keys are already taken.
             SchemaMismatchError: the file was embedded with another model.
         """
+        from graph import importer as importer_q
+
         result = importer_q.import_records(self.rt.driver, self.namespace, lines, remap=remap,
                                            embedding_model=self.rt.embedder.model_name,
                                            embedding_dimension=self.rt.embedder.dimension, database=self._db,
@@ -424,6 +423,11 @@ class Memory:
             ...              packet.items[0].score)
             True
         """
+        from extraction.entities import query_phrases
+        from graph import packet_log
+        from graph.recall import PolicyChangedError, RecallRequest
+        from graph.recall import recall as recall_q
+
         if not isinstance(explain, bool):
             raise BadInputError("explain must be true or false", field="explain")
         if pinned_route is not None and (isinstance(pinned_route, str)
@@ -493,6 +497,9 @@ class Memory:
                asked: dict[str, tuple[RouteVerdict | None, RouterCost]]) -> tuple[Route | None, RouterCost | None]:
         """The router's decision for `text` under `pol` (None: the policy has no router), and the LLM
         router's cost when it was asked. A pinned decision (an earlier packet's stages) is taken as it was."""
+        from extraction.router_llm import classify as classify_question
+        from graph.recall import router as router_q
+
         if pol.router == "none":
             return None, None
         held = router_q.pinned(pinned_route) if pinned_route else None
@@ -513,6 +520,8 @@ class Memory:
         """The logged packet, and whether recomputing it at its revision gives the same fingerprint; with
         `explain`, the recomputed packet's explanations are put on the logged packet's items (when it
         matches: the same fingerprint is the same ranking)."""
+        from graph import packet_log
+
         logged = packet_log.load_packet(self.rt.driver, self.namespace, _text(fingerprint, "fingerprint"), self._db)
         again = self.recall(logged.query, k=logged.k, policy_version=logged.policy_version,
                             as_of_revision=logged.store_revision, valid_at=logged.valid_at,
@@ -571,6 +580,8 @@ class Memory:
         `as_of_revision=packet.store_revision` lists what inference did to that packet), or the whole
         namespace; in force at `as_of_revision` (default: now), or every one ever recorded with
         `include_undone`. Each has its reason, confidence and revision."""
+        from graph import inferred as inferred_q
+
         if claim_ids is not None:
             if len(claim_ids) > limits.MAX_BATCH_ITEMS:
                 raise LimitExceededError(f"at most {limits.MAX_BATCH_ITEMS} claim ids", field="claimIds",
@@ -586,6 +597,8 @@ class Memory:
     def undo_inferred(self, newer_id: str, older_id: str, reason: str) -> UndoInferenceResult:
         """Undo one inferred supersession (an operator's correction), at a new store revision: the older
         claim is current again from then on, and the worker will not infer the same pair again."""
+        from graph import inferred as inferred_q
+
         newer_id, older_id = _text(newer_id, "newerId"), _text(older_id, "olderId")
         if not isinstance(reason, str) or not reason.strip():
             raise BadInputError("reason must not be empty", field="reason")
@@ -659,10 +672,15 @@ class Memory:
     # ---- entities (knowledge graph) -------------------------------------------------------
     def entity(self, entity_id: str) -> dict[str, Any]:
         """One entity with its names, type, PageRank and number of mentioning claims."""
+        from graph import entities as entity_q
+
         return entity_q.get_entity(self.rt.driver, self.namespace, _text(entity_id, "id"), self._db)
 
     def find_entities(self, name: str) -> list[dict[str, Any]]:
         """Entities whose canonical name equals the canonical form of `name` ("Checkout-API" → "checkout api")."""
+        from extraction.entities import canonical
+        from graph import entities as entity_q
+
         key = canonical(_text(name or "", "name"))
         if not key:
             raise BadInputError("name must contain a letter or digit", field="name")
@@ -670,20 +688,28 @@ class Memory:
 
     def entity_neighbours(self, entity_id: str, first: int = 20) -> list[dict[str, Any]]:
         """RELATED neighbours, by co-mention weight, then PageRank, then id."""
+        from graph import entities as entity_q
+
         return entity_q.neighbourhood(self.rt.driver, self.namespace, _text(entity_id, "id"), first, self._db)
 
     def entity_path(self, source_id: str, target_id: str, max_hops: int = 4) -> list[dict[str, Any]]:
         """One shortest RELATED path between two entities (ends included), [] if none within max_hops."""
+        from graph import entities as entity_q
+
         return entity_q.shortest_path(self.rt.driver, self.namespace, _text(source_id, "from"), _text(target_id, "to"),
                                       max_hops, self._db)
 
     def entity_neighbours_many(self, entity_ids: Sequence[str], first: int = 20) -> dict[str, list[dict[str, Any]]]:
         """`entity_neighbours` of many entities in one round trip: id -> neighbours ([] for an unknown id)."""
+        from graph import entities as entity_q
+
         ids = [_text(e, "id") for e in entity_ids]
         return entity_q.neighbourhoods(self.rt.driver, self.namespace, ids, first, self._db)
 
     def top_entities(self, first: int = 20) -> list[dict[str, Any]]:
         """Entities by global PageRank as last computed by the worker."""
+        from graph import entities as entity_q
+
         return entity_q.top_entities(self.rt.driver, self.namespace, first, self._db)
 
     def facts(self, entity_id: str | None = None, *, include_superseded: bool = False,
@@ -691,12 +717,16 @@ class Memory:
         """Facts the worker derived (about `entity_id` as subject or object, if given), newest first,
         with confidence and supporting claim ids; superseded ones too when asked, since they still
         say what held before."""
+        from graph import facts as facts_q
+
         return facts_q.list_facts(self.rt.driver, self.namespace, entity_id=_opt_text(entity_id, "entity_id"),
                                   include_superseded=include_superseded, first=first, database=self._db)
 
     def facts_many(self, entity_ids: Sequence[str], *, include_superseded: bool = False,
                    first: int = 100) -> dict[str, list[dict[str, Any]]]:
         """`facts(entity_id)` of many entities in one round trip: id -> its facts, newest first."""
+        from graph import facts as facts_q
+
         ids = [_text(e, "id") for e in entity_ids]
         return facts_q.facts_of(self.rt.driver, self.namespace, ids, include_superseded=include_superseded,
                                 first=first, database=self._db)

@@ -22,14 +22,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from extraction.contradiction.llm import RateLimiter
 from extraction.llm_client import json_client, price
-from schema.ask import FusedItem, ReaderCost
 from schema.errors import UnavailableError
+
+# For annotations only: the limiter's module brings the whole contradiction package (its detectors) with it,
+# which a process that builds no Reader (`palimpsest history`, through Runtime's ReaderOptions) need not load.
+if TYPE_CHECKING:
+    from extraction.contradiction.llm import RateLimiter
+    from schema.ask import FusedItem, ReaderCost
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +115,8 @@ class Reader:
                  limiter: RateLimiter | None = None) -> None:
         if not model:
             raise ValueError("the reader needs a model (policy.reader_model or llm_model)")
+        from extraction.contradiction.llm import RateLimiter
+
         self.model = model
         self.options = options or ReaderOptions()
         self.limiter = limiter or RateLimiter(self.options.max_calls_per_second)

@@ -33,9 +33,6 @@ from typing import Any
 
 from neo4j import Driver, ManagedTransaction
 
-from graph import entities as entity_q
-from graph import facts as facts_q
-from graph import packet_log
 from graph.revisions import Revision, bump, optional_datetime
 from graph.store import restore, undo_claim
 from schema.errors import BadInputError, NotFoundError
@@ -160,6 +157,12 @@ def erase_batch(driver: Driver, namespace: str, ids: Sequence[str], reason: str,
 
 
 def _erase_tx(tx: ManagedTransaction, namespace: str, ids: list[str], reason: str) -> BatchOutcome:
+    # Here, not at the top: Memory imports this module for its batch bounds, and the entity graph and
+    # facts modules are only needed by an erase that writes.
+    from graph import entities as entity_q
+    from graph import facts as facts_q
+    from graph import packet_log
+
     rev = bump(tx, namespace, "erase", len(ids))  # the write lock first: what is read below stays true
     rows = [dict(r) for r in tx.run(
         "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id}) "

@@ -93,3 +93,57 @@ def test_status_lines_never_wrap_when_not_a_terminal() -> None:
         console.print(f"Neo4j running (pid 12345) at bolt://127.0.0.1:7687; Browser at {url}")
     assert captured.get().rstrip("\n").endswith(url)
     assert captured.get().count("\n") == 1
+
+
+_IMPORT_PROBE = """
+import json, sys
+from typer.testing import CliRunner
+from api.cli import app
+watched = json.loads(sys.argv[2])
+seen = {"import api.cli": {"exit": 0, "output": "", "loaded": [m for m in watched if m in sys.modules]}}
+for argv in json.loads(sys.argv[1]):
+    result = CliRunner().invoke(app, argv, env={"COLUMNS": "200"})
+    seen[" ".join(argv)] = {"exit": result.exit_code, "output": result.output,
+                            "loaded": [m for m in watched if m in sys.modules]}
+print(json.dumps(seen))
+"""
+# Seconds each on a 2-core machine, and nothing a read or a refusal uses.
+_MODEL_AND_LLM = ("torch", "sentence_transformers", "transformers", "litellm", "instructor", "pandas", "pyarrow")
+# What recall, ask and the worker use: a read of one key's history, a check or a policy read does not.
+_RECALL_AND_DETECTORS = ("graph.recall", "extraction.entities", "extraction.contradiction", "extraction.router_llm")
+_CONNECTING = ("neo4j", "api.memory", "api.runtime")
+
+
+def test_help_refusals_and_reads_import_only_what_they_use() -> None:
+    """`--help` and refused input import neither the driver nor the memory; `history`, `check` and
+    `policy default` import the driver and the memory, but not the model, litellm, recall or the
+    detectors. Imports are most of what these commands take (the driver alone is about 0.3 s,
+    recall and the detectors another 0.2 s), so a module-level import that pulls one of them back
+    onto this path fails here rather than only showing in a timing.
+
+    Commands are run in order in one fresh interpreter, so what each one loaded adds to what the ones
+    before it did: the refusals come before the reads. The reads meet no database (nothing listens
+    on port 1), which they report as unavailable after having imported all they would use."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    light = [["--help"], ["history", "--help"], ["policy", "--help"], ["recall", "x", "-n", "../etc"],
+             ["history", "", "-n", "ns"], ["check", "-n", "a b"]]
+    reads = [["history", "some.key", "-n", "ns"], ["check", "-n", "ns"], ["policy", "default", "-n", "ns"]]
+    watched = [*_MODEL_AND_LLM, *_RECALL_AND_DETECTORS, *_CONNECTING]
+    env = {**os.environ, "NEO4J_URI": "bolt://127.0.0.1:1", "PALIMPSEST_NEO4J_RETRY_S": "0.05",
+           "HF_HUB_OFFLINE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    out = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, json.dumps(light + reads), json.dumps(watched)],
+                         env=env, cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    for name in ["import api.cli", *(" ".join(argv) for argv in light)]:
+        assert seen[name]["exit"] in (0, 2), (name, seen[name])
+        assert seen[name]["loaded"] == [], (name, seen[name]["loaded"])
+    for argv in reads:
+        run = seen[" ".join(argv)]
+        assert run["exit"] == 1 and "unavailable" in run["output"], (argv, run)
+        assert set(run["loaded"]) == set(_CONNECTING), (argv, run["loaded"])
