@@ -6,7 +6,9 @@ query's `"demo"` is replaced by that copy's name), and the JSON block is the ans
 receives it (`{"data": …}`). Two kinds of value cannot be the same on every run, and are shown
 shortened: a packet's `fingerprint` (it hashes the claims' ids, which are new in every load) is
 written as "…", and `score` (relevance × freshness, and freshness decays with the claims' age) is
-rounded to 2 decimals — the demo is a few seconds old when it is answered.
+rounded to 2 decimals — the demo is a few seconds old when it is answered. Every other number is
+rounded to 4 decimals: the sixth moves between machines (the same text embeds ~1e-7 apart on another
+CPU's float kernels, and a similarity rounded to 6 decimals can then flip its last digit).
 
     python -m scripts.readme_examples            # rewrite README.md
     python -m scripts.readme_examples --check    # exit 1 if README.md differs
@@ -36,8 +38,8 @@ def shown(value: Any, key: str | None = None) -> Any:
         return [shown(v) for v in value]
     if key == "fingerprint" and isinstance(value, str):
         return "…"
-    if key == "score" and isinstance(value, float):
-        return round(value, 2)
+    if isinstance(value, float):
+        return round(value, 2 if key == "score" else 4)
     return value
 
 
