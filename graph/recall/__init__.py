@@ -82,6 +82,12 @@ __all__ = [
 # The text list is cut on lexical share, not BM25; it is fetched this wide so that BM25's drift (its
 # statistics move with every write to the namespace) does not decide that cut.
 TEXT_MIN_FETCH = 200
+# The vector index is asked for this many times the candidates the cut keeps. HNSW is approximate, and
+# its misses gather towards the end of its own answer, where the cut (need visible rows, after the hidden
+# ones) falls when the fetch is only twice as wide: on a 5,000-claim namespace written in 50 batches,
+# 200 queries, a fetch of 2 × need missed a row of the exact top-1.5 × need in 4% (need 32) to 19% (need
+# 20) of them, so the pool was not the one exact search gives; 4 × need missed none (docs/TENANCY.md).
+VECTOR_BREADTH = 4
 
 
 def recall(driver: Driver, req: RecallRequest, database: str | None = None) -> ContextPacket:
@@ -188,7 +194,7 @@ def _admitted_candidates(tx: ManagedTransaction, req: RecallRequest, need: int) 
     policy = req.policy
     lucene = lucene_query(req.query) if policy.text_weight > 0 else ""
     qset = set(terms(req.query))
-    vfetch = max(need * 2, 20) if policy.vector_weight > 0 else 0
+    vfetch = max(need * VECTOR_BREADTH, 20) if policy.vector_weight > 0 else 0
     # BM25 scores move with every write to the namespace's index, so the text list is cut on an order
     # that depends on the candidate's text alone instead — share of query terms present, then id —
     # over a fetch wide enough that the BM25 tail does not decide the cut.
