@@ -35,13 +35,18 @@ class ExitingTyper(typer.Typer):
     ending, so what is alive when the command returns is moved out of the collector's reach
     (`gc.freeze`) instead. The commands close their own files, sessions and driver; atexit handlers
     and the flushing of stdout and stderr still run. CliRunner calls the command itself, not this.
+
+    Not after a command that loaded the model: torch brings native bindings (nanobind) that count their
+    objects at exit and print a page of "leaked function" warnings when those were never freed, and such
+    a command takes seconds anyway.
     """
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:
             return super().__call__(*args, **kwargs)
         finally:
-            gc.freeze()
+            if "torch" not in sys.modules:
+                gc.freeze()
 
 
 app = ExitingTyper(no_args_is_help=True, help="Palimpsest: temporal knowledge memory for agents.")
