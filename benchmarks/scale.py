@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.claim_index import vector_hits
+from graph.recall import vector_fetch
 
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
 DEFAULT_DATA_DIR = Path.home() / ".cache" / "palimpsest" / "instances" / "bolt-7687" / "data"
@@ -639,7 +640,7 @@ def recall_only(args: argparse.Namespace) -> dict[str, Any]:
             mem.register_policy(GRAPH_POLICY)  # idempotent: the same content is accepted again
         queries = build_queries(args.queries, args.seed)
         rt.embedder.embed([q for q in queries[:8]])  # load and warm the model before any timing
-        fetch_k = max(DEFAULT_POLICY.k * DEFAULT_POLICY.oversampling * 2, 20)
+        fetch_k = vector_fetch(DEFAULT_POLICY.k * DEFAULT_POLICY.oversampling)
         recall = measure_recall(mem, rt.embedder, rt.driver, queries, max(1, stats.revision // 2), DEFAULT_POLICY.k,
                                 fetch_k, None if args.no_graph else str(GRAPH_POLICY["version"]))
         result: dict[str, Any] = {
@@ -686,7 +687,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     mem = Memory(rt, ns)
     embedder = rt.embedder
     embedder.embed([r["content"] for r in corpus[:64]])  # load and warm the model before any timing
-    fetch_k = max(DEFAULT_POLICY.k * DEFAULT_POLICY.oversampling * 2, 20)
+    fetch_k = vector_fetch(DEFAULT_POLICY.k * DEFAULT_POLICY.oversampling)
     synthetic: SyntheticVectors | None = None
     if args.fill == "synthetic":
         pool_rows = build_corpus(2000, args.seed + 1)

@@ -90,6 +90,11 @@ TEXT_MIN_FETCH = 200
 VECTOR_BREADTH = 4
 
 
+def vector_fetch(need: int) -> int:
+    """How many rows the vector index is asked for when the cut keeps `need`."""
+    return max(need * VECTOR_BREADTH, 20)
+
+
 def recall(driver: Driver, req: RecallRequest, database: str | None = None) -> ContextPacket:
     """The packet for `req`. Without a reranker, read in one read transaction (so every step sees one
     snapshot). With one, the model runs between two: the ranking's, and the packet's links and beliefs,
@@ -194,7 +199,7 @@ def _admitted_candidates(tx: ManagedTransaction, req: RecallRequest, need: int) 
     policy = req.policy
     lucene = lucene_query(req.query) if policy.text_weight > 0 else ""
     qset = set(terms(req.query))
-    vfetch = max(need * VECTOR_BREADTH, 20) if policy.vector_weight > 0 else 0
+    vfetch = vector_fetch(need) if policy.vector_weight > 0 else 0
     # BM25 scores move with every write to the namespace's index, so the text list is cut on an order
     # that depends on the candidate's text alone instead — share of query terms present, then id —
     # over a fetch wide enough that the BM25 tail does not decide the cut.
