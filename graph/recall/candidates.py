@@ -97,8 +97,9 @@ _TEXT_PART = (
     "WITH tf, node, score ORDER BY hits DESC, node.id "
     # (No grouping key: over no matches at all, the aggregation must still give its one row.)
     "WITH collect([node, score]) AS ranked, min(score) AS lowest WITH ranked[..tf] AS answer, lowest "
-    "WITH size(answer) AS traw, [hit IN answer WHERE (hit[1] IS NULL OR size(answer) < tf OR tf >= $max_fetch "
-    "  OR hit[1] > lowest) AND hit[0].revision <= rev | hit[0]] AS seen "
+    "WITH answer, CASE WHEN size(answer) >= tf AND tf < $max_fetch THEN lowest END AS tied "
+    "WITH size(answer) AS traw, [hit IN answer WHERE (tied IS NULL OR hit[1] IS NULL OR hit[1] > tied) "
+    "  AND hit[0].revision <= rev | hit[0]] AS seen "
     "CALL (seen) { UNWIND seen AS node WITH node WHERE node.terms_v = $terms_v "
     "  WITH node, size([t IN $qterms WHERE t IN node.terms]) AS qhits ORDER BY qhits DESC, node.id "
     "  WITH collect([node, qhits]) AS counted RETURN size(counted) AS termed, counted[..$tcut] AS top } "

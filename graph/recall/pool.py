@@ -39,14 +39,15 @@ class Pool:
                 admitted.setdefault(row.id, row)
             else:
                 hidden.setdefault(row.id, reason)
-                closed |= _window_closed(row, reason, revision)
+                if _window_closed(row, reason, revision):
+                    closed.add(row.id)
         return replace(self, rows=admitted, hidden=hidden, closed=frozenset(closed))
 
 
-def _window_closed(row: ClaimRow, reason: str, revision: int) -> set[str]:
-    """{row.id} when the row is hidden as superseded while current at `revision` (its window was closed at
-    valid_at, not its version replaced); else nothing."""
-    return {row.id} if reason == "superseded" and current_at(row.vis_from, row.vis_to, revision) else set()
+def _window_closed(row: ClaimRow, reason: str, revision: int) -> bool:
+    """Is the row hidden as superseded while current at `revision` (its window was closed at valid_at, not
+    its version replaced)?"""
+    return reason == "superseded" and current_at(row.vis_from, row.vis_to, revision)
 
 
 def admit_answer(pool: Pool, rows: Sequence[ClaimRow], raw: int, fetch: int, need: int, revision: int,
@@ -74,7 +75,8 @@ def admit_answer(pool: Pool, rows: Sequence[ClaimRow], raw: int, fetch: int, nee
             admitted.setdefault(row.id, row)
         else:
             hidden.setdefault(row.id, reason)
-            closed |= _window_closed(row, reason, revision)
+            if _window_closed(row, reason, revision):
+                closed.add(row.id)
             if reason == "superseded":
                 superseded.setdefault(row.id, row)
     return replace(pool, rows=admitted, hidden=hidden, superseded=superseded, closed=frozenset(closed),
