@@ -474,7 +474,8 @@ class Memory:
                        else ())
             req = RecallRequest(self.namespace, text, vector, pol, used_k, as_of_revision, when, projections_seq,
                                 phrases, check_policy=True, policy_hash=stored_hash, check_default=not explicit,
-                                explain=explain, route=decision.stages if decision is not None else ())
+                                explain=explain, route=decision.stages if decision is not None else (),
+                                mentions=self.rt.mentions)
             try:
                 packet = recall_q(self.rt.driver, req, self._db)
             except PolicyChangedError as exc:

@@ -15,7 +15,26 @@ from neo4j import Driver
 from extraction.embeddings import DEFAULT_MODEL, Embedder, shared_embedder
 from extraction.reader import ReaderOptions
 from graph.connection import Neo4jSettings, ServerInfo, guard, open_driver, server_info
+from graph.mention_graph import MentionCache
+from schema.errors import BadInputError
 from schema.migrate import migrate
+
+DEFAULT_MENTION_CACHE_EDGES = 2_000_000
+
+
+def mention_cache_edges() -> int:
+    """PALIMPSEST_MENTION_CACHE_EDGES: how many MENTIONS edges a process holds in memory in all."""
+    raw = os.environ.get("PALIMPSEST_MENTION_CACHE_EDGES", "").strip()
+    if not raw:
+        return DEFAULT_MENTION_CACHE_EDGES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise BadInputError(f"PALIMPSEST_MENTION_CACHE_EDGES must be a whole number ≥ 0, got {raw!r}",
+                            field="PALIMPSEST_MENTION_CACHE_EDGES")
+    return value
 
 
 @dataclass
@@ -28,6 +47,10 @@ class Runtime:
     # How `ask` reaches its reader (rate limit, timeout, provider plumbing; never a key — litellm reads
     # the provider's own environment variable). The model itself is policy or the caller's.
     reader: ReaderOptions = field(default_factory=ReaderOptions)
+    # The namespaces' entity graphs held for graph expansion (graph.mention_graph), at most this many
+    # MENTIONS edges in all (PALIMPSEST_MENTION_CACHE_EDGES; 0 turns it off): an accelerator, packets
+    # are the same without it.
+    mentions: MentionCache = field(default_factory=lambda: MentionCache(mention_cache_edges()))
 
     def __post_init__(self) -> None:
         # Every face reaches Neo4j through the guard (graph.errors, graph.deadline), whoever built the driver.

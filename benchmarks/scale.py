@@ -13,7 +13,9 @@ next to the system:
   middle revision, split into query embedding (timed on its own, cache bypassed) and the rest
   (timed with the query vector cached, so it is exactly the non-model part), beside a plain
   `db.index.vector.queryNodes` top-k on the same index filtered by namespace — the floor any
-  recall on this index pays. Graph expansion (PPR) is being built separately and is not measured.
+  recall on this index pays. Recall with graph expansion (PPR) is measured twice in the same loop: with
+  the process's in-memory entity graph (graph.mention_graph, as a server runs) and with its
+  neighbourhood read by statements, with the count of identical packets.
 * **Store sizes** grow in one namespace (default 10k then 100k), so "sub-linear" is measured on one
   store as it grows, not on two stores that differ in other ways.
 * **Load is recorded with every measurement** (`os.getloadavg()` before and after): the machine
@@ -34,6 +36,7 @@ Run `python -m benchmarks.scale --help`; `--quick` is a 2k smoke run; `--huge` a
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -297,11 +300,21 @@ def measure_ingest(mem: Any, embedder: Any, rows: list[dict[str, Any]], batch: i
             "load_before": before, "load_after": after}
 
 
+def statements_memory(rt: Any, namespace: str) -> Any:
+    """A Memory of `namespace` on the same driver whose graph expansion reads by statements only."""
+    from api.memory import Memory
+    from graph.mention_graph import MentionCache
+
+    return Memory(dataclasses.replace(rt, mentions=MentionCache(max_edges=0)), namespace)
+
+
 def measure_recall(mem: Any, embedder: Any, driver: Any, queries: list[str], as_of: int, floor_k: int,
-                   fetch_k: int, graph_policy: str | None = None) -> dict[str, Any]:
+                   fetch_k: int, graph_policy: str | None = None, statements: Any | None = None) -> dict[str, Any]:
     """Per query, in rotating order: plain vector floor (k and the fetch size recall's vector step uses),
     recall beyond embedding, as-of recall beyond embedding, and (with `graph_policy`) recall with PPR graph
-    expansion beyond embedding; plus the query embedding on its own."""
+    expansion beyond embedding; plus the query embedding on its own. `statements` (a Memory of the same
+    namespace whose runtime holds no entity graph in memory, graph.mention_graph) adds PPR recall read by
+    statements, and how many of its packets equal the cached path's."""
     ns = mem.namespace
     vectors = {q: embedder.embed_query(q) for q in queries}  # warms the cache recall will hit
     for q in queries[:20]:  # warm the code paths, the page cache and the driver's connection pool
@@ -309,11 +322,15 @@ def measure_recall(mem: Any, embedder: Any, driver: Any, queries: list[str], as_
         mem.recall(q, as_of_revision=as_of)
         if graph_policy:
             mem.recall(q, policy_version=graph_policy)
+            if statements is not None:
+                statements.recall(q, policy_version=graph_policy)
         driver.execute_query(FLOOR_CYPHER, k=floor_k, vec=vectors[q], ns=ns)
     times: dict[str, list[float]] = {"embed": [], "recall": [], "as_of": [], "floor_k": [], "floor_fetch": []}
     hits = {"recall": 0, "floor_k": 0}
     if graph_policy:
         times["graph"] = []
+        if statements is not None:
+            times["graph_statements"] = []
 
     def floor(k: int) -> Callable[[str], int]:
         def run(q: str) -> int:
@@ -328,6 +345,8 @@ def measure_recall(mem: Any, embedder: Any, driver: Any, queries: list[str], as_
     ]
     if graph_policy:
         steps.append(("graph", lambda q: len(mem.recall(q, policy_version=graph_policy).items)))
+        if statements is not None:
+            steps.append(("graph_statements", lambda q: len(statements.recall(q, policy_version=graph_policy).items)))
     before = load()
     for i, q in enumerate(queries):
         t = time.perf_counter()
@@ -344,6 +363,10 @@ def measure_recall(mem: Any, embedder: Any, driver: Any, queries: list[str], as_
     out: dict[str, Any] = {name: summary(v) for name, v in times.items()}
     out["mean_items"] = {name: round(n / len(queries), 2) for name, n in hits.items()}
     out["queries"] = len(queries)
+    if graph_policy and statements is not None:
+        out["graph_packets_identical"] = sum(
+            mem.recall(q, policy_version=graph_policy).fingerprint
+            == statements.recall(q, policy_version=graph_policy).fingerprint for q in queries)
     out["as_of_revision"] = as_of
     out["floor_top_k"], out["floor_fetch_k"] = floor_k, fetch_k
     out["load_before"], out["load_after"] = before, after
@@ -490,6 +513,7 @@ def markdown(result: dict[str, Any], memory: bool = True) -> str:
     lines += ["", "| store size | path | p50 ms | p95 ms | p99 ms | load before→after |", "|---|---|---|---|---|---|"]
     labels = {"embed": "query embedding alone (uncached)", "recall": "recall beyond embedding (default policy)",
               "as_of": "as-of recall beyond embedding", "graph": "recall with graph expansion (PPR) beyond embedding",
+              "graph_statements": "same, neighbourhood read by statements (no in-memory entity graph)",
               "floor_k": "plain vector top-k (floor)",
               "floor_fetch": "plain vector top-fetch (recall's fetch size)"}
     for point in result["points"]:
@@ -642,7 +666,8 @@ def recall_only(args: argparse.Namespace) -> dict[str, Any]:
         rt.embedder.embed([q for q in queries[:8]])  # load and warm the model before any timing
         fetch_k = vector_fetch(DEFAULT_POLICY.k * DEFAULT_POLICY.oversampling)
         recall = measure_recall(mem, rt.embedder, rt.driver, queries, max(1, stats.revision // 2), DEFAULT_POLICY.k,
-                                fetch_k, None if args.no_graph else str(GRAPH_POLICY["version"]))
+                                fetch_k, None if args.no_graph else str(GRAPH_POLICY["version"]),
+                                statements_memory(rt, args.namespace))
         result: dict[str, Any] = {
             "benchmark": "scale-recall", "namespace": args.namespace, "store_claims": claims,
             "store_revision": stats.revision, "seed": args.seed, "policy": DEFAULT_POLICY.version,
@@ -650,8 +675,8 @@ def recall_only(args: argparse.Namespace) -> dict[str, Any]:
             "recall": recall, "measured_at": datetime.now(UTC).isoformat(),
         }
         floor = recall["floor_k"]["p50"]
-        result["ratios"] = {key: round(recall[key]["p50"] / floor, 2) for key in ("recall", "as_of", "graph")
-                            if key in recall}
+        result["ratios"] = {key: round(recall[key]["p50"] / floor, 2)
+                            for key in ("recall", "as_of", "graph", "graph_statements") if key in recall}
         result["ratios"]["as_of_to_now"] = round(recall["as_of"]["p50"] / recall["recall"]["p50"], 2)
         args.results_dir.mkdir(parents=True, exist_ok=True)
         (args.results_dir / "scale-recall-latest.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -659,6 +684,9 @@ def recall_only(args: argparse.Namespace) -> dict[str, Any]:
                         "points": [{"recall_store_claims": claims, "recall": recall, "ingest": []}]},
                        memory=False))
         print("p50 ratios to the floor (top-k): " + ", ".join(f"{k} {v}" for k, v in result["ratios"].items()))
+        if "graph_packets_identical" in recall:
+            print(f"PPR packets identical with and without the in-memory entity graph: "
+                  f"{recall['graph_packets_identical']} / {recall['queries']}")
         return result
     finally:
         rt.close()
@@ -747,7 +775,8 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
                 profiler.start()
             point["recall"] = measure_recall(mem, embedder, rt.driver, queries, max(1, revision // 2),
                                              DEFAULT_POLICY.k, fetch_k,
-                                             None if args.no_graph else str(GRAPH_POLICY["version"]))
+                                             None if args.no_graph else str(GRAPH_POLICY["version"]),
+                                             statements_memory(rt, ns))
             if profile_here and args.profile == "recall":
                 profiler.stop()
             r = point["recall"]

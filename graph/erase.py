@@ -175,7 +175,8 @@ def _erase_tx(tx: ManagedTransaction, namespace: str, ids: list[str], reason: st
     gone = [str(r["id"]) for r in rows]
     tx.run(
         "MATCH (s:Store {namespace: $ns}) MATCH (k:Commit {namespace: $ns, revision: $rev}) "
-        "SET s.claims = s.claims - $n, k.claims = k.claims - $n, k.items = $n",
+        # Erasure deletes MENTIONS: a new incarnation makes processes read the entity graph again.
+        "SET s.claims = s.claims - $n, k.claims = k.claims - $n, k.items = $n, s.incarnation = randomUUID()",
         ns=namespace, rev=rev.number, n=len(gone),
     ).consume()
     out = BatchOutcome(rev.number, gone)

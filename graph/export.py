@@ -72,6 +72,7 @@ def export_records(driver: Driver, namespace: str, *, embedding_model: str, embe
             counts = {str(k): int(v) for k, v in counted.data().items()}
             props = dict(store["p"])
             props.pop("claim_indexes", None)  # which indexes exist is the database's, not the store's
+            props.pop("incarnation", None)  # every import starts a life of its own (graph.mention_graph)
             for backfill in ("terms_v", "terms_cursor"):  # so is the stored analysis' backfill (graph.claim_terms)
                 props.pop(backfill, None)
             yield {"kind": "header", "format": fmt.FORMAT, "version": fmt.VERSION, "namespace": namespace,

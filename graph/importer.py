@@ -350,6 +350,8 @@ def _switch_in(tx: ManagedTransaction, plan: _Plan, store: dict[str, Any], sourc
     for label in fmt.LABELS.values():  # our constants
         tx.run(f"MATCH (n:{label} {{namespace: $staging}}) SET n.namespace = $ns",
                staging=plan.staging, ns=plan.target).consume()
+    # A new life of the namespace: what a process kept of it (graph.mention_graph) is read again.
+    tx.run("MATCH (s:Store {namespace: $ns}) SET s.incarnation = randomUUID()", ns=plan.target).consume()
     if plan.mode == "merge":
         tx.run("MATCH (s:Store {namespace: $ns}) SET s.revision = s.revision + $revisions, "
                "s.claims = coalesce(s.claims, 0) + $claims", ns=plan.target, revisions=source_revision,

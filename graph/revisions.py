@@ -20,7 +20,8 @@ from schema.models import DEFAULT_POLICY
 
 _BUMP = (
     "MERGE (s:Store {namespace: $ns}) "
-    "ON CREATE SET s.revision = 0, s.projections_seq = 0, s.created_at = datetime.transaction() "
+    "ON CREATE SET s.revision = 0, s.projections_seq = 0, s.created_at = datetime.transaction(), "
+    "s.incarnation = randomUUID() "
     "SET s.revision = s.revision + 1, s.claims = coalesce(s.claims, 0) + $claims "
     "CREATE (c:Commit {namespace: $ns, revision: s.revision, at: datetime.transaction(), kind: $kind, "
     "items: $items, claims: s.claims}) "

@@ -144,7 +144,8 @@ def _ranked_tx(tx: ManagedTransaction, req: RecallRequest) -> Ranked:
     # 3. Graph expansion: PPR's claims join the pool, its scores become a third list.
     graph_scores: dict[str, float] | None = None
     if policy.graph_expansion == "ppr" and policy.graph_weight > 0:
-        pool, graph_scores = ppr_candidates(tx, req, pool, seq, revision, reference, need)
+        pool, graph_scores = ppr_candidates(tx, req, pool, seq, revision, reference, need,
+                                            held=(got.incarnation, got.projections_seq))
     ppr = graph_scores is not None
     # 3b. Fact retrieval: the claims behind the facts nearest the query join the graph list.
     if policy.fact_retrieval != "none" and got.has_facts:

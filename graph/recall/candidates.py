@@ -112,7 +112,8 @@ _CANDIDATE_QUERIES = {
     + (_VECTOR_PART if vector else "WITH *, 0 AS vraw, [] AS vrows ")
     + (_TEXT_PART if text else "WITH *, 0 AS traw, 0 AS termed, [] AS trows ")
     + "RETURN s.revision AS revision, s.projections_seq AS seq, rev, at, policy_hash, has_facts, vf, vraw, vrows, tf, "
-      "traw, termed, trows, s.policy_revisions AS policy_revisions, s.policy_versions AS policy_versions"
+      "traw, termed, trows, s.policy_revisions AS policy_revisions, s.policy_versions AS policy_versions, "
+      "coalesce(s.incarnation, elementId(s) + '@' + toString(s.created_at)) AS incarnation"
     for vector in (True, False) for text in (True, False)
 }
 
@@ -169,6 +170,9 @@ class IndexAnswers:
     trows: list[ClaimRow]
     termed: int  # text rows with a current stored analysis, of which only `tcut` were shipped
     tcut: int
+    # Which life of the namespace this is (graph.mention_graph): new when it is erased from, imported
+    # into, or dropped and written again.
+    incarnation: str = ""
 
     @property
     def text_cut_short(self) -> bool:
@@ -221,7 +225,7 @@ def index_answers(tx: ManagedTransaction, req: RecallRequest, vfetch: int, tfetc
         policy_revisions=record["policy_revisions"], policy_versions=record["policy_versions"],
         vfetch=int(record["vf"]), vraw=int(record["vraw"]), vrows=rows_from(record["vrows"]),
         tfetch=int(record["tf"]), traw=int(record["traw"]), trows=rows_from(record["trows"]),
-        termed=int(record["termed"]), tcut=tcut,
+        termed=int(record["termed"]), tcut=tcut, incarnation=str(record["incarnation"]),
     )
 
 

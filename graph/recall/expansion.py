@@ -6,14 +6,15 @@ from datetime import datetime
 
 from neo4j import ManagedTransaction
 
-from graph import ppr
+from graph import mention_graph, ppr
 from graph.recall.candidates import claims_by_id
 from graph.recall.pool import Pool
 from graph.recall.request import RecallRequest
 
 
 def ppr_candidates(tx: ManagedTransaction, req: RecallRequest, pool: Pool, seq: int, revision: int,
-                   reference: datetime | None, need: int) -> tuple[Pool, dict[str, float]]:
+                   reference: datetime | None, need: int, held: tuple[str, int] | None = None,
+                   ) -> tuple[Pool, dict[str, float]]:
     """Personalized PageRank (HippoRAG-style) as of projections_seq `seq`: the pool with the claims it
     reached, and their scores.
 
@@ -27,17 +28,24 @@ def ppr_candidates(tx: ManagedTransaction, req: RecallRequest, pool: Pool, seq: 
     policy = req.policy
     similarity = {cid: round(float(r.sim or 0.0), 6) for cid, r in pool.rows.items()}
     top = sorted(pool.rows, key=lambda cid: (-similarity.get(cid, 0.0), cid))[: policy.ppr_seed_candidates]
-    query_ids, by_claim = ppr.linked_entities(tx, req.namespace, seq, req.query_phrases, top)
+    graph = (req.mentions.graph(tx, req.namespace, held[0], held[1])
+             if req.mentions is not None and held is not None else None)
+    if graph is None:
+        query_ids, by_claim = ppr.linked_entities(tx, req.namespace, seq, req.query_phrases, top)
+    else:
+        query_ids, by_claim = mention_graph.linked(graph, seq, req.query_phrases, top)
     candidate_ids = sorted({e for ids in by_claim.values() for e in ids})
-    df = ppr.entity_specificity(tx, req.namespace, seq, sorted(set(query_ids) | set(candidate_ids)),
-                                policy.ppr_max_degree)
+    wanted = sorted(set(query_ids) | set(candidate_ids))
+    df = (ppr.entity_specificity(tx, req.namespace, seq, wanted, policy.ppr_max_degree) if graph is None
+          else mention_graph.specificity(graph, seq, wanted, policy.ppr_max_degree))
     named = set(query_ids)
     ordered = sorted(df, key=lambda e: (e not in named, df[e], e))
     seeds = [e for e in ordered if df[e] > 0][: policy.ppr_seeds]
     if not seeds:
         return pool, {}
-    scores = ppr.personalized_pagerank(tx, req.namespace, seq, seeds, damping=policy.ppr_damping, limit=need,
-                                       max_degree=policy.ppr_max_degree)
+    pairs = (ppr.neighbourhood(tx, req.namespace, seq, seeds, policy.ppr_max_degree) if graph is None
+             else mention_graph.neighbourhood(graph, seq, seeds, policy.ppr_max_degree))
+    scores = ppr.top_claims(ppr.rank(pairs, seeds, damping=policy.ppr_damping), need) if pairs else {}
     missing = sorted(set(scores) - set(pool.rows) - set(pool.hidden))
     if missing:
         pool = pool.with_rows(claims_by_id(tx, req, missing, revision), revision, reference)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from graph.mention_graph import MentionCache
 from graph.recall.rerank import RerankOptions
 from schema.models import Policy
 
@@ -40,6 +41,9 @@ class RecallRequest:
     route: tuple[str, ...] = ()
     # Process-level knobs of the reranker (device, provider plumbing); the reranker itself is policy.
     rerank_options: RerankOptions | None = field(default=None, compare=False)
+    # The process's in-memory entity graphs (graph.mention_graph), which graph expansion reads instead of
+    # its statements when set: the packet is the same either way.
+    mentions: MentionCache | None = field(default=None, compare=False)
 
 
 class PolicyChangedError(Exception):
