@@ -50,11 +50,13 @@ class Runtime:
     # The namespaces' entity graphs held for graph expansion (graph.mention_graph), at most this many
     # MENTIONS edges in all (PALIMPSEST_MENTION_CACHE_EDGES; 0 turns it off): an accelerator, packets
     # are the same without it.
-    mentions: MentionCache = field(default_factory=lambda: MentionCache(mention_cache_edges()))
+    mentions: MentionCache | None = None
 
     def __post_init__(self) -> None:
         # Every face reaches Neo4j through the guard (graph.errors, graph.deadline), whoever built the driver.
         self.driver = guard(self.driver, self.settings)
+        if self.mentions is None:
+            self.mentions = MentionCache(mention_cache_edges(), self.driver, self.settings.database)
 
     @classmethod
     def from_env(cls) -> Runtime:
@@ -82,6 +84,8 @@ class Runtime:
         return self._info
 
     def close(self) -> None:
+        if self.mentions is not None:
+            self.mentions.close()
         self.driver.close()
 
     def __enter__(self) -> Runtime:

@@ -115,33 +115,45 @@ def test_ppr_packets_are_the_same_with_and_without_the_cache(runtime: Any, names
     from api.memory import Memory
     from graph.maintenance import drop_namespace
 
-    cached = dataclasses.replace(runtime, mentions=MentionCache())
+    inline = dataclasses.replace(runtime, mentions=MentionCache())  # reads in the recall's transaction
+    background = dataclasses.replace(runtime, mentions=MentionCache(driver=runtime.driver))  # as a server does
     uncached = dataclasses.replace(runtime, mentions=MentionCache(max_edges=0))
-    memory, other = Memory(cached, namespace), Memory(uncached, namespace)
+    memory, other = Memory(inline, namespace), Memory(uncached, namespace)
+    served = Memory(background, namespace)
 
     def fill(items: list[tuple[str, str]]) -> list[str]:
         res = memory.ingest_many([{"content": c, "source": "wiki", "metadata": {"subject": s}} for c, s in items])
         memory.run_projections()
         return [str(i.id) for i in res.items]
 
+    def same_everywhere() -> list[Any]:
+        packets = _packets(memory, other)
+        assert background.mentions is not None
+        _packets(served, other)  # stale: served by the statements while a thread reads the entity graph
+        background.mentions.settle(30)
+        assert namespace in background.mentions.held()
+        assert [p.model_dump(exclude={"served_at"}) for p in _packets(served, other)] == \
+            [p.model_dump(exclude={"served_at"}) for p in packets]
+        return packets
+
     ids = fill(CORPUS[:6])
     memory.register_policy({"version": "ppr", "graph_expansion": "ppr", "k": 4, "ppr_seeds": 6})
-    first = _packets(memory, other)
-    held = cached.mentions.held()[namespace]
+    first = same_everywhere()
+    assert inline.mentions is not None and uncached.mentions is not None
+    held = inline.mentions.held()[namespace]
     assert uncached.mentions.held() == {}
     assert any("ppr" in p.stages for p in first)
 
     ids += fill(CORPUS[6:])  # caught up by a delta read
-    _packets(memory, other)
-    assert cached.mentions.held()[namespace] > held
+    same_everywhere()
+    assert inline.mentions.held()[namespace] > held
 
     memory.erase(ids=[ids[1]], reason="test")  # a new incarnation: read whole again, without the claim
-    after = _packets(memory, other)
+    after = same_everywhere()
     assert all(ids[1] not in [it.id for it in p.items] for p in after)
-    graph = cached.mentions._graphs[namespace]
-    assert ids[1] not in graph.by_claim
+    assert ids[1] not in inline.mentions._graphs[namespace].by_claim
 
     drop_namespace(runtime.driver, namespace)  # written again from scratch: other claims, same revisions
     fill([(c.replace("Harrow", "Marsh"), s) for c, s in CORPUS[:6]])
     memory.register_policy({"version": "ppr", "graph_expansion": "ppr", "k": 4, "ppr_seeds": 6})
-    _packets(memory, other)
+    same_everywhere()
