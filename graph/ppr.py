@@ -107,15 +107,6 @@ def top_claims(scores: dict[str, float], limit: int) -> dict[str, float]:
     return dict(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit])
 
 
-def personalized_pagerank(tx: ManagedTransaction, namespace: str, seq: int, seed_entities: Sequence[str], *,
-                          damping: float = 0.5, limit: int = 100, max_degree: int = 100) -> dict[str, float]:
-    """The top `limit` claims by PPR from `seed_entities` over their neighbourhood as of `seq`."""
-    pairs = neighbourhood(tx, namespace, seq, seed_entities, max_degree)
-    if not pairs:
-        return {}
-    return top_claims(rank(pairs, seed_entities, damping=damping), limit)
-
-
 def entity_specificity(tx: ManagedTransaction, namespace: str, seq: int,
                        entity_ids: Sequence[str], cap: int) -> dict[str, int]:
     """How many claims mention each entity as of `seq` (document frequency: low = specific), counted
@@ -156,4 +147,4 @@ def linked_entities(tx: ManagedTransaction, namespace: str, seq: int, phrases: S
 
 
 __all__ = ["MAX_ITERATIONS", "TOLERANCE", "entity_specificity", "linked_entities", "neighbourhood",
-           "personalized_pagerank", "rank", "top_claims"]
+           "rank", "top_claims"]

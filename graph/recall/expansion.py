@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from functools import partial
+from typing import NamedTuple
 
 from neo4j import ManagedTransaction
 
@@ -10,6 +13,25 @@ from graph import mention_graph, ppr
 from graph.recall.candidates import claims_by_id
 from graph.recall.pool import Pool
 from graph.recall.request import RecallRequest
+
+
+class _Walk(NamedTuple):
+    """The three reads of the entity graph expansion makes, each taking seq first: by statements
+    (graph.ppr) or over the process's snapshot (graph.mention_graph), with the same answers."""
+
+    linked: Callable[[int, Sequence[str], Sequence[str]], tuple[list[str], dict[str, list[str]]]]
+    specificity: Callable[[int, Sequence[str], int], dict[str, int]]
+    neighbourhood: Callable[[int, Sequence[str], int], list[tuple[str, str]]]
+
+
+def _walk(tx: ManagedTransaction, req: RecallRequest, held: tuple[str, int] | None) -> _Walk:
+    graph = (req.mentions.graph(tx, req.namespace, held[0], held[1])
+             if req.mentions is not None and held is not None else None)
+    if graph is None:
+        return _Walk(partial(ppr.linked_entities, tx, req.namespace),
+                     partial(ppr.entity_specificity, tx, req.namespace), partial(ppr.neighbourhood, tx, req.namespace))
+    return _Walk(partial(mention_graph.linked, graph), partial(mention_graph.specificity, graph),
+                 partial(mention_graph.neighbourhood, graph))
 
 
 def ppr_candidates(tx: ManagedTransaction, req: RecallRequest, pool: Pool, seq: int, revision: int,
@@ -24,28 +46,24 @@ def ppr_candidates(tx: ManagedTransaction, req: RecallRequest, pool: Pool, seq: 
     query-named entities first, then by document frequency ascending (an entity in few claims says
     more than one in every claim), then id; at most `ppr_seeds`. The claims PPR reaches go through
     the same visibility filter as every other candidate; only visible claims are returned.
+
+    `held` (the namespace's incarnation and projections_seq, from round trip 1) lets the walk read the
+    process's in-memory entity graph (`req.mentions`) instead of three statements, when it holds one.
     """
     policy = req.policy
     similarity = {cid: round(float(r.sim or 0.0), 6) for cid, r in pool.rows.items()}
     top = sorted(pool.rows, key=lambda cid: (-similarity.get(cid, 0.0), cid))[: policy.ppr_seed_candidates]
-    graph = (req.mentions.graph(tx, req.namespace, held[0], held[1])
-             if req.mentions is not None and held is not None else None)
-    if graph is None:
-        query_ids, by_claim = ppr.linked_entities(tx, req.namespace, seq, req.query_phrases, top)
-    else:
-        query_ids, by_claim = mention_graph.linked(graph, seq, req.query_phrases, top)
+    walk = _walk(tx, req, held)
+    query_ids, by_claim = walk.linked(seq, req.query_phrases, top)
     candidate_ids = sorted({e for ids in by_claim.values() for e in ids})
-    wanted = sorted(set(query_ids) | set(candidate_ids))
-    df = (ppr.entity_specificity(tx, req.namespace, seq, wanted, policy.ppr_max_degree) if graph is None
-          else mention_graph.specificity(graph, seq, wanted, policy.ppr_max_degree))
+    df = walk.specificity(seq, sorted(set(query_ids) | set(candidate_ids)), policy.ppr_max_degree)
     named = set(query_ids)
     ordered = sorted(df, key=lambda e: (e not in named, df[e], e))
     seeds = [e for e in ordered if df[e] > 0][: policy.ppr_seeds]
     if not seeds:
         return pool, {}
-    pairs = (ppr.neighbourhood(tx, req.namespace, seq, seeds, policy.ppr_max_degree) if graph is None
-             else mention_graph.neighbourhood(graph, seq, seeds, policy.ppr_max_degree))
-    scores = ppr.top_claims(ppr.rank(pairs, seeds, damping=policy.ppr_damping), need) if pairs else {}
+    pairs = walk.neighbourhood(seq, seeds, policy.ppr_max_degree)
+    scores = ppr.top_claims(ppr.rank(pairs, seeds, damping=policy.ppr_damping), need)
     missing = sorted(set(scores) - set(pool.rows) - set(pool.hidden))
     if missing:
         pool = pool.with_rows(claims_by_id(tx, req, missing, revision), revision, reference)
