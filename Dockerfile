@@ -16,7 +16,7 @@ RUN pip install --no-cache-dir .
 ENV PALIMPSEST_CACHE_DIR=/opt/palimpsest
 RUN apt-get update && apt-get install -y --no-install-recommends npm \
     && palimpsest graphiql-assets \
-    && apt-get purge -y --auto-remove npm && rm -rf /var/lib/apt/lists/* /root/.npm
+    && apt-get purge -y --auto-remove npm && rm -rf /var/lib/apt/lists/* "$HOME/.npm"
 EXPOSE 8000
 # --demo: the `demo` namespace is written on the first start only (an empty database), never again.
 CMD ["palimpsest", "serve", "--host", "0.0.0.0", "--port", "8000", "--demo"]
