@@ -77,16 +77,39 @@ def rank(pairs: Sequence[tuple[str, str]], seed_entities: Sequence[str], *, damp
     claims, left = np.unique(np.array([c for c, _ in pairs]), return_inverse=True)
     entities, right = np.unique(np.array([e for _, e in pairs] + sorted(set(seed_entities))), return_inverse=True)
     seeds, right = right[len(pairs):], right[:len(pairs)]
-    edge = np.unique(left.astype(np.int64) * len(entities) + right)
-    left, right = edge // len(entities), edge % len(entities) + len(claims)
-    n = len(claims) + len(entities)
+    scores = _iterate(left, right, seeds, len(claims), len(entities), damping, max_iterations, tolerance)
+    positive = np.flatnonzero(scores > 0)
+    return {str(claims[i]): round(float(scores[i]), 9) for i in positive}
+
+
+def rank_numbered(claims: np.ndarray, entities: np.ndarray, seeds: np.ndarray, *, damping: float,
+                  max_iterations: int = MAX_ITERATIONS, tolerance: float = TOLERANCE) -> tuple[np.ndarray, np.ndarray]:
+    """`rank` on numbered nodes (graph.mention_graph numbers claims and entities in id order): the edges
+    (claims[i], entities[i]) and seed entity numbers. Returns the claims' numbers and their unrounded
+    scores (every claim of the graph). Numbers ordered as the ids are give `rank`'s node order, so the
+    scores are `rank`'s bit for bit (tests compare both)."""
+    if not claims.size:
+        return claims, np.zeros(0)
+    claim_numbers, left = np.unique(claims, return_inverse=True)
+    entity_numbers, right = np.unique(np.concatenate([entities, seeds]), return_inverse=True)
+    local_seeds, right = right[len(entities):], right[:len(entities)]
+    return claim_numbers, _iterate(left, right, local_seeds, len(claim_numbers), len(entity_numbers), damping,
+                                   max_iterations, tolerance)
+
+
+def _iterate(left: np.ndarray, right: np.ndarray, seeds: np.ndarray, n_claims: int, n_entities: int, damping: float,
+             max_iterations: int, tolerance: float) -> np.ndarray:
+    """The power iteration over edges (claim left[i], entity right[i]) in local numbers; the claims' scores."""
+    edge = np.unique(left.astype(np.int64) * n_entities + right)
+    left, right = edge // n_entities, edge % n_entities + n_claims
+    n = n_claims + n_entities
     source = np.concatenate([left, right])  # undirected: each pair is an edge both ways
     target = np.concatenate([right, left])
     degree = np.bincount(source, minlength=n).astype(np.float64)
     has_edges = degree > 0
     safe_degree = np.where(has_edges, degree, 1.0)
     scores = np.zeros(n)
-    scores[seeds + len(claims)] = 1.0 - damping
+    scores[seeds + n_claims] = 1.0 - damping
     delta = scores.copy()
     sending = has_edges.copy()  # superstep 0: every node sends its initial rank
     for _ in range(1, max_iterations):
@@ -98,13 +121,24 @@ def rank(pairs: Sequence[tuple[str, str]], seed_entities: Sequence[str], *, damp
         delta = np.where(got_message, damping * received, 0.0)
         scores = scores + delta
         sending = got_message & (delta > tolerance) & has_edges
-    positive = np.flatnonzero(scores[:len(claims)] > 0)
-    return {str(claims[i]): round(float(scores[i]), 9) for i in positive}
+    return scores[:n_claims]
 
 
 def top_claims(scores: dict[str, float], limit: int) -> dict[str, float]:
     """The `limit` best-scored claims, by (score desc, id): the total order the packet depends on."""
     return dict(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit])
+
+
+def top_numbered(claims: np.ndarray, scores: np.ndarray, names: np.ndarray, limit: int) -> dict[str, float]:
+    """top_claims(rank's dict) from rank_numbered's arrays, `names[number]` being a claim's id, without
+    rounding and sorting every claim: only those that can make the cut once rounded to 9 decimals
+    (rounding is monotone, so none scoring below the limit-th best by more than 1e-9 can)."""
+    positive = np.flatnonzero(scores > 0)
+    if positive.size > limit > 0:
+        nth = np.partition(scores[positive], positive.size - limit)[positive.size - limit]
+        positive = positive[scores[positive] >= nth - 1e-9]
+    picked = {str(names[claims[i]]): round(float(scores[i]), 9) for i in positive}
+    return top_claims(picked, limit)
 
 
 def entity_specificity(tx: ManagedTransaction, namespace: str, seq: int,
@@ -147,4 +181,4 @@ def linked_entities(tx: ManagedTransaction, namespace: str, seq: int, phrases: S
 
 
 __all__ = ["MAX_ITERATIONS", "TOLERANCE", "entity_specificity", "linked_entities", "neighbourhood",
-           "rank", "top_claims"]
+           "rank", "rank_numbered", "top_claims", "top_numbered"]

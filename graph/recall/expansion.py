@@ -16,12 +16,24 @@ from graph.recall.request import RecallRequest
 
 
 class _Walk(NamedTuple):
-    """The three reads of the entity graph expansion makes, each taking seq first: by statements
-    (graph.ppr) or over the process's snapshot (graph.mention_graph), with the same answers."""
+    """The three steps of graph expansion that read the entity graph, each taking seq first: by
+    statements (graph.ppr) or over the process's snapshot (graph.mention_graph), with the same answers.
+    `ranked` is the seeds' neighbourhood ranked by PPR and cut to the best `limit` claims."""
 
     linked: Callable[[int, Sequence[str], Sequence[str]], tuple[list[str], dict[str, list[str]]]]
     specificity: Callable[[int, Sequence[str], int], dict[str, int]]
-    neighbourhood: Callable[[int, Sequence[str], int], list[tuple[str, str]]]
+    ranked: Callable[[int, Sequence[str], int, float, int], dict[str, float]]
+
+
+def _ranked_by_statements(tx: ManagedTransaction, namespace: str, seq: int, seeds: Sequence[str], max_degree: int,
+                          damping: float, limit: int) -> dict[str, float]:
+    pairs = ppr.neighbourhood(tx, namespace, seq, seeds, max_degree)
+    return ppr.top_claims(ppr.rank(pairs, seeds, damping=damping), limit)
+
+
+def _ranked_in_memory(graph: mention_graph.MentionGraph, seq: int, seeds: Sequence[str], max_degree: int,
+                      damping: float, limit: int) -> dict[str, float]:
+    return mention_graph.top_ranked(graph, seq, seeds, max_degree, damping=damping, limit=limit)
 
 
 def _walk(tx: ManagedTransaction, req: RecallRequest, held: tuple[str, int] | None) -> _Walk:
@@ -29,9 +41,10 @@ def _walk(tx: ManagedTransaction, req: RecallRequest, held: tuple[str, int] | No
              if req.mentions is not None and held is not None else None)
     if graph is None:
         return _Walk(partial(ppr.linked_entities, tx, req.namespace),
-                     partial(ppr.entity_specificity, tx, req.namespace), partial(ppr.neighbourhood, tx, req.namespace))
+                     partial(ppr.entity_specificity, tx, req.namespace),
+                     partial(_ranked_by_statements, tx, req.namespace))
     return _Walk(partial(mention_graph.linked, graph), partial(mention_graph.specificity, graph),
-                 partial(mention_graph.neighbourhood, graph))
+                 partial(_ranked_in_memory, graph))
 
 
 def ppr_candidates(tx: ManagedTransaction, req: RecallRequest, pool: Pool, seq: int, revision: int,
@@ -62,8 +75,7 @@ def ppr_candidates(tx: ManagedTransaction, req: RecallRequest, pool: Pool, seq: 
     seeds = [e for e in ordered if df[e] > 0][: policy.ppr_seeds]
     if not seeds:
         return pool, {}
-    pairs = walk.neighbourhood(seq, seeds, policy.ppr_max_degree)
-    scores = ppr.top_claims(ppr.rank(pairs, seeds, damping=policy.ppr_damping), need)
+    scores = walk.ranked(seq, seeds, policy.ppr_max_degree, policy.ppr_damping, need)
     missing = sorted(set(scores) - set(pool.rows) - set(pool.hidden))
     if missing:
         pool = pool.with_rows(claims_by_id(tx, req, missing, revision), revision, reference)
