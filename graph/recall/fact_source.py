@@ -28,15 +28,16 @@ neither list's scale decides for the other. One graph list rather than a fourth:
 its explanation and `ppr_protect_top` (ranks 1..n kept as the fusion without graph evidence has them)
 all apply to fact evidence unchanged.
 
-Why exact search and not the `fact_embedding` vector index: that index spans every namespace, so its
-top-N for one tenant would depend on every other tenant's facts — the crowding docs/TENANCY.md removed
-for claims. Here every statement is scoped to the namespace and every score is an exact
-`vector.similarity.cosine`, so the answer depends on the namespace's own facts alone. The cost is a
-scan of the namespace's visible facts per recall (through the `fact_namespace` range index): linear
-in its facts, which are fewer than its claims (only LLM extraction writes them, a few per claim). A
-namespace with hundreds of thousands of facts would want the claim scheme (graph.claim_index): an
-index on the namespace's own label, built when it crosses a limit. Facts written before facts were
-embedded have no vector and are never matched (nor reached: the beam scores facts by their vectors).
+Why exact search and not a vector index over facts: one index spanning every namespace (the schema had
+one, `fact_embedding`, dropped by migration 0011 as nothing asked it) would make one tenant's top-N
+depend on every other tenant's facts — the crowding docs/TENANCY.md removed for claims. Here every
+statement is scoped to the namespace and every score is an exact `vector.similarity.cosine`, so the
+answer depends on the namespace's own facts alone. The cost is a scan of the namespace's visible facts
+per recall (through the `fact_namespace` range index): linear in its facts, which are fewer than its
+claims (only LLM extraction writes them, a few per claim). A namespace with hundreds of thousands of
+facts would want the claim scheme (graph.claim_index): an index on the namespace's own label, built when
+it crosses a limit. Facts written before facts were embedded have no vector and are never matched (nor
+reached: the beam scores facts by their vectors).
 
 Pure given (store state, query vector, policy, seq): every order ends in an id, cosines are rounded to
 six decimals (the same text embedded in different batches differs around 1e-7), and fan-out is

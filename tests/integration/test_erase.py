@@ -133,7 +133,7 @@ def test_erase_leaves_no_text_or_vector_and_restores_what_it_superseded(runtime:
     assert hits and secret.id not in {h["id"] for h in hits}
     assert not [h for h in hits if h["ns"] == namespace and h["score"] > 0.9999]
     text_index = claim_index.text_index_name(suffix)
-    for index, words in ((text_index, "quizzical"), (text_index, "4417"), ("entity_names", "quizzical")):
+    for index, words in ((text_index, "quizzical"), (text_index, "4417")):
         found, _, _ = driver.execute_query(
             "CALL db.index.fulltext.queryNodes($index, $q) YIELD node RETURN node.namespace AS ns",
             index=index, q=words)
