@@ -90,14 +90,25 @@ class MentionGraph:
     edges: int
 
     def with_edges(self, seq: int, edges: Sequence[_Edge]) -> MentionGraph:
-        """This graph and `edges` (all of revisions (self.seq, seq]), as a new graph at `seq`."""
-        claim_of_edge = np.repeat(np.arange(len(self.claims)), np.diff(self.claim_start))
-        old = (self.claims[claim_of_edge], self.claim_revision[claim_of_edge], self.entities[self.claim_entity],
-               self.claim_edge_revision)
-        canonicals: dict[str, set[str]] = {key: set(ids) for key, ids in self.by_canonical.items()}
+        """This graph and `edges` (all of revisions (self.seq, seq]), as a new graph at `seq`. The ids
+        held are not sorted again: new ones are put in place and the old edges renumbered."""
+        claims, claim_moved = _merged(self.claims, np.array([e[0] for e in edges], dtype=str))
+        entities, entity_moved = _merged(self.entities, np.array([e[2] for e in edges], dtype=str))
+        new_claims = np.searchsorted(claims, np.array([e[0] for e in edges], dtype=str)).astype(np.int64)
+        ci = np.concatenate([claim_moved[np.repeat(np.arange(len(self.claims)), np.diff(self.claim_start))],
+                             new_claims])
+        ei = np.concatenate([entity_moved[self.claim_entity],
+                             np.searchsorted(entities, np.array([e[2] for e in edges], dtype=str)).astype(np.int64)])
+        er = np.concatenate([self.claim_edge_revision, np.array([e[4] for e in edges], dtype=np.int64)])
+        claim_revision = np.zeros(len(claims), dtype=np.int64)
+        claim_revision[claim_moved] = self.claim_revision
+        claim_revision[new_claims] = np.array([e[1] for e in edges], dtype=np.int64)
+        canonicals = dict(self.by_canonical)
+        touched: dict[str, set[str]] = {}
         for _, _, entity, canonical, _ in edges:
-            canonicals.setdefault(canonical, set()).add(entity)
-        return _build(self.incarnation, seq, old, edges, canonicals)
+            touched.setdefault(canonical, set(canonicals.get(canonical, ()))).add(entity)
+        canonicals.update({key: tuple(sorted(ids)) for key, ids in touched.items()})
+        return _build(self.incarnation, seq, claims, claim_revision, entities, (ci, ei, er), canonicals)
 
     def has_claim(self, claim_id: str) -> bool:
         return _number(self.claims, [claim_id]).size > 0
@@ -114,29 +125,36 @@ def _csr(rows: np.ndarray, count: int) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=count))]).astype(np.int64)
 
 
-def _build(incarnation: str, seq: int, old: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-           edges: Sequence[_Edge], canonicals: dict[str, set[str]]) -> MentionGraph:
-    # (new ids as their own string array: numpy widens to the longer of the two, never truncating)
-    claim_ids = np.concatenate([old[0], np.array([e[0] for e in edges], dtype=str)])
-    claim_revs = np.concatenate([old[1], np.array([e[1] for e in edges], dtype=np.int64)])
-    entity_ids = np.concatenate([old[2], np.array([e[2] for e in edges], dtype=str)])
-    edge_revs = np.concatenate([old[3], np.array([e[4] for e in edges], dtype=np.int64)])
-    claims, ci = np.unique(claim_ids.astype(str), return_inverse=True)
-    entities, ei = np.unique(entity_ids.astype(str), return_inverse=True)
-    claim_revision = np.zeros(len(claims), dtype=np.int64)
-    claim_revision[ci] = claim_revs
-    # distinct (claim, entity, edge revision) triples, as the statements see distinct relationships
-    triples = np.unique(np.stack([ci.astype(np.int64), ei.astype(np.int64), edge_revs]), axis=1)
-    ci, ei, er = triples[0], triples[1], triples[2]
-    by_claim = np.lexsort((er, ei, ci))
+def _merged(names: np.ndarray, more: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`names` (sorted, distinct) with those of `more` it lacks put in place, and where each old name went.
+    The array is widened to the longer ids (numpy strings have a fixed width: never truncate an id)."""
+    fresh = np.unique(more)
+    if names.size and fresh.size:
+        at = np.minimum(np.searchsorted(names, fresh), names.size - 1)
+        fresh = fresh[names[at] != fresh]
+    places = np.searchsorted(names, fresh)
+    merged = np.insert(names.astype(np.result_type(names.dtype, fresh.dtype)), places, fresh)
+    moved = np.arange(names.size, dtype=np.int64) + np.searchsorted(places, np.arange(names.size), side="right")
+    return merged, moved
+
+
+def _build(incarnation: str, seq: int, claims: np.ndarray, claim_revision: np.ndarray, entities: np.ndarray,
+           edges: tuple[np.ndarray, np.ndarray, np.ndarray], canonicals: dict[str, tuple[str, ...]]) -> MentionGraph:
+    """The graph of numbered edges (claim, entity, edge revision), each distinct triple once (the
+    statements see distinct relationships), indexed both ways."""
+    ci, ei, er = edges
+    order = np.lexsort((er, ei, ci))
+    ci, ei, er = ci[order], ei[order], er[order]
+    distinct = np.ones(len(ci), dtype=bool)
+    distinct[1:] = (np.diff(ci) != 0) | (np.diff(ei) != 0) | (np.diff(er) != 0)
+    ci, ei, er = ci[distinct], ei[distinct], er[distinct]  # now in (claim, entity, revision) order
     by_entity = np.lexsort((er, ci, -claim_revision[ci], ei))
     first = np.full(len(entities), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(first, ei, er)
     return MentionGraph(
         incarnation, seq, claims, claim_revision, entities,
         _csr(ei, len(entities)), ci[by_entity], er[by_entity], first,
-        _csr(ci, len(claims)), ei[by_claim], er[by_claim],
-        {key: tuple(sorted(ids)) for key, ids in canonicals.items()}, int(triples.shape[1]),
+        _csr(ci, len(claims)), ei, er, canonicals, len(ci),
     )
 
 
