@@ -201,6 +201,7 @@ def serve(
     import uvicorn
 
     _lean_driver()
+    from api import heap
     from api.app import create_app, server_config
     from api.demo import load_demo
 
@@ -208,6 +209,7 @@ def serve(
         rt.embedder.load()  # here, not in the first request: torch and the model take seconds
         if demo:
             load_demo(rt)
+        heap.freeze_startup()  # a full collection must not walk start-up's heap in a request (api.heap)
 
     line = listening_line(host, port)
 
@@ -220,7 +222,10 @@ def serve(
                 print(line, file=sys.stderr, flush=True)
 
     app_ = create_app(on_startup=startup, worker=worker)
-    Announcing(server_config(app_, host=host, port=port, limit_concurrency=limit_concurrency)).run()
+    try:
+        Announcing(server_config(app_, host=host, port=port, limit_concurrency=limit_concurrency)).run()
+    finally:
+        heap.unfreeze()
 
 
 def listening_line(host: str, port: int) -> str:
