@@ -92,13 +92,13 @@ class MentionGraph:
     def with_edges(self, seq: int, edges: Sequence[_Edge]) -> MentionGraph:
         """This graph and `edges` (all of revisions (self.seq, seq]), as a new graph at `seq`. The ids
         held are not sorted again: new ones are put in place and the old edges renumbered."""
-        claims, claim_moved = _merged(self.claims, np.array([e[0] for e in edges], dtype=str))
-        entities, entity_moved = _merged(self.entities, np.array([e[2] for e in edges], dtype=str))
-        new_claims = np.searchsorted(claims, np.array([e[0] for e in edges], dtype=str)).astype(np.int64)
-        ci = np.concatenate([claim_moved[np.repeat(np.arange(len(self.claims)), np.diff(self.claim_start))],
-                             new_claims])
-        ei = np.concatenate([entity_moved[self.claim_entity],
-                             np.searchsorted(entities, np.array([e[2] for e in edges], dtype=str)).astype(np.int64)])
+        claim_ids = np.array([e[0] for e in edges], dtype=str)
+        entity_ids = np.array([e[2] for e in edges], dtype=str)
+        claims, claim_moved = _merged(self.claims, claim_ids)
+        entities, entity_moved = _merged(self.entities, entity_ids)
+        new_claims = np.searchsorted(claims, claim_ids).astype(np.int64)
+        ci = np.concatenate([claim_moved[self._edge_claims()], new_claims])
+        ei = np.concatenate([entity_moved[self.claim_entity], np.searchsorted(entities, entity_ids).astype(np.int64)])
         er = np.concatenate([self.claim_edge_revision, np.array([e[4] for e in edges], dtype=np.int64)])
         claim_revision = np.zeros(len(claims), dtype=np.int64)
         claim_revision[claim_moved] = self.claim_revision
@@ -110,12 +110,17 @@ class MentionGraph:
         canonicals.update({key: tuple(sorted(ids)) for key, ids in touched.items()})
         return _build(self.incarnation, seq, claims, claim_revision, entities, (ci, ei, er), canonicals)
 
+    def _edge_claims(self) -> np.ndarray:
+        """The claim number of every edge, in by-claim order (claim_entity's)."""
+        claim_of_edge: np.ndarray = np.repeat(np.arange(len(self.claims)), np.diff(self.claim_start))
+        return claim_of_edge
+
     def has_claim(self, claim_id: str) -> bool:
         return _number(self.claims, [claim_id]).size > 0
 
     def edge_table(self) -> list[tuple[str, int, str, int]]:
         """(claim id, claim revision, entity id, edge revision) of every edge, sorted (tests compare graphs)."""
-        claim_of_edge = np.repeat(np.arange(len(self.claims)), np.diff(self.claim_start))
+        claim_of_edge = self._edge_claims()
         return sorted(zip(self.claims[claim_of_edge].tolist(), self.claim_revision[claim_of_edge].tolist(),
                           self.entities[self.claim_entity].tolist(), self.claim_edge_revision.tolist(), strict=True))
 
@@ -129,9 +134,7 @@ def _merged(names: np.ndarray, more: np.ndarray) -> tuple[np.ndarray, np.ndarray
     """`names` (sorted, distinct) with those of `more` it lacks put in place, and where each old name went.
     The array is widened to the longer ids (numpy strings have a fixed width: never truncate an id)."""
     fresh = np.unique(more)
-    if names.size and fresh.size:
-        at = np.minimum(np.searchsorted(names, fresh), names.size - 1)
-        fresh = fresh[names[at] != fresh]
+    fresh = fresh[~_present(names, fresh)]
     places = np.searchsorted(names, fresh)
     merged = np.insert(names.astype(np.result_type(names.dtype, fresh.dtype)), places, fresh)
     moved = np.arange(names.size, dtype=np.int64) + np.searchsorted(places, np.arange(names.size), side="right")
@@ -165,14 +168,20 @@ def empty(incarnation: str) -> MentionGraph:
                         np.zeros(1, dtype=np.int64), nums, nums, {}, 0)
 
 
+def _present(names: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Which of `wanted` are in `names` (sorted, distinct), as a mask over `wanted`."""
+    if not names.size or not wanted.size:
+        return np.zeros(wanted.size, dtype=bool)
+    at = np.minimum(np.searchsorted(names, wanted), names.size - 1)
+    found: np.ndarray = names[at] == wanted
+    return found
+
+
 def _number(names: np.ndarray, ids: Sequence[str]) -> np.ndarray:
     """The numbers of those of `ids` that are in `names` (sorted), distinct and ascending."""
-    if not len(ids) or not names.size:
-        return np.array([], dtype=np.int64)
     wanted = np.unique(np.array(list(ids), dtype=str))
-    at: np.ndarray = np.minimum(np.searchsorted(names, wanted), names.size - 1)
-    found: np.ndarray = at[names[at] == wanted].astype(np.int64)
-    return found
+    numbers: np.ndarray = np.searchsorted(names, wanted[_present(names, wanted)]).astype(np.int64)
+    return numbers
 
 
 def _spans(start: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -204,13 +213,11 @@ def _entity_claims(graph: MentionGraph, entities: np.ndarray, seq: int,
     return at[keep], row_of[keep]
 
 
-def neighbourhood_numbered(graph: MentionGraph, seq: int, seed_entities: Sequence[str],
-                           max_degree: int) -> tuple[np.ndarray, np.ndarray]:
-    """graph.ppr.neighbourhood's answer as (claim numbers, entity numbers), distinct and in (claim, entity)
-    order: the seeds' (at most max_degree) claims, those claims' entities, and each such entity's claims —
-    all of them when it has at most max_degree, else only the seeds' claims that mention it (a hub does
-    not expand)."""
-    seeds = _number(graph.entities, seed_entities)
+def _neighbourhood(graph: MentionGraph, seq: int, seeds: np.ndarray, max_degree: int) -> tuple[np.ndarray, np.ndarray]:
+    """graph.ppr.neighbourhood's answer for the seed entity numbers `seeds`, as (claim numbers, entity
+    numbers), distinct and in (claim, entity) order: the seeds' (at most max_degree) claims, those claims'
+    entities, and each such entity's claims — all of them when it has at most max_degree, else only the
+    seeds' claims that mention it (a hub does not expand)."""
     at, _ = _entity_claims(graph, seeds, seq, max_degree)
     near_claims = np.unique(graph.entity_claim[at])
     at, row_of = _spans(graph.claim_start, near_claims)
@@ -230,16 +237,16 @@ def neighbourhood_numbered(graph: MentionGraph, seq: int, seed_entities: Sequenc
 
 def neighbourhood(graph: MentionGraph, seq: int, seed_entities: Sequence[str],
                   max_degree: int) -> list[tuple[str, str]]:
-    """neighbourhood_numbered's pairs as (claim id, entity id), sorted."""
-    claim, entity = neighbourhood_numbered(graph, seq, seed_entities, max_degree)
+    """graph.ppr.neighbourhood's pairs (claim id, entity id), sorted."""
+    claim, entity = _neighbourhood(graph, seq, _number(graph.entities, seed_entities), max_degree)
     return list(zip(graph.claims[claim].tolist(), graph.entities[entity].tolist(), strict=True))
 
 
-def top_ranked(graph: MentionGraph, seq: int, seed_entities: Sequence[str], max_degree: int, *, damping: float,
+def top_ranked(graph: MentionGraph, seq: int, seed_entities: Sequence[str], max_degree: int, damping: float,
                limit: int) -> dict[str, float]:
     """graph.ppr.top_claims(graph.ppr.rank(neighbourhood(…)), limit), computed on numbers."""
-    claim, entity = neighbourhood_numbered(graph, seq, seed_entities, max_degree)
     seeds = _number(graph.entities, seed_entities)
+    claim, entity = _neighbourhood(graph, seq, seeds, max_degree)
     return ppr.top_numbered(*ppr.rank_numbered(claim, entity, seeds, damping=damping), graph.claims, limit)
 
 
@@ -393,5 +400,4 @@ class MentionCache:
             return {namespace: g.seq for namespace, g in self._graphs.items()}
 
 
-__all__ = ["MentionCache", "MentionGraph", "empty", "linked", "neighbourhood", "neighbourhood_numbered", "specificity",
-           "top_ranked"]
+__all__ = ["MentionCache", "MentionGraph", "empty", "linked", "neighbourhood", "specificity", "top_ranked"]

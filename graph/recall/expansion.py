@@ -31,11 +31,6 @@ def _ranked_by_statements(tx: ManagedTransaction, namespace: str, seq: int, seed
     return ppr.top_claims(ppr.rank(pairs, seeds, damping=damping), limit)
 
 
-def _ranked_in_memory(graph: mention_graph.MentionGraph, seq: int, seeds: Sequence[str], max_degree: int,
-                      damping: float, limit: int) -> dict[str, float]:
-    return mention_graph.top_ranked(graph, seq, seeds, max_degree, damping=damping, limit=limit)
-
-
 def _walk(tx: ManagedTransaction, req: RecallRequest, held: tuple[str, int] | None) -> _Walk:
     graph = (req.mentions.graph(tx, req.namespace, held[0], held[1])
              if req.mentions is not None and held is not None else None)
@@ -44,7 +39,7 @@ def _walk(tx: ManagedTransaction, req: RecallRequest, held: tuple[str, int] | No
                      partial(ppr.entity_specificity, tx, req.namespace),
                      partial(_ranked_by_statements, tx, req.namespace))
     return _Walk(partial(mention_graph.linked, graph), partial(mention_graph.specificity, graph),
-                 partial(_ranked_in_memory, graph))
+                 partial(mention_graph.top_ranked, graph))
 
 
 def ppr_candidates(tx: ManagedTransaction, req: RecallRequest, pool: Pool, seq: int, revision: int,
