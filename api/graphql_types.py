@@ -333,6 +333,7 @@ class PolicyInput:
     fusion: str | None = None
     identifier_boost: float | None = None
     sibling_penalty: float | None = None
+    source_penalty: float | None = None
     min_relevance: float | None = None
     embedding_model: str | None = None
     extractor: str | None = None

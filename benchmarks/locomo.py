@@ -365,6 +365,10 @@ ROUTER_MODES: dict[str, dict[str, Any]] = {
 TUNE_MODES: dict[str, dict[str, Any]] = {
     "palimpsest rrf": {"fusion": "rrf"},
     "palimpsest no sibling penalty": {"sibling_penalty": 1.0},
+    "palimpsest source penalty 0.5": {"source_penalty": 0.5},
+    "palimpsest source penalty 0.7": {"source_penalty": 0.7},
+    "palimpsest source penalty 0.85": {"source_penalty": 0.85},
+    "palimpsest subject terms + source penalty 0.7": {"subject_terms": True, "source_penalty": 0.7},
     "palimpsest subject terms": {"subject_terms": True},
     "palimpsest text weight 2": {"text_weight": 2.0},
     "palimpsest vector weight 2": {"vector_weight": 2.0},

@@ -116,6 +116,10 @@ class Policy(BaseModel):
     # Relevance factor for a claim that names a sibling of what the query names ("checkout-gateway"
     # for "checkout-scheduler") and not the thing itself; 1.0 turns the rule off.
     sibling_penalty: float = Field(default=0.5, gt=0, le=1)
+    # Relevance factor for a claim whose source is not the one the query names by name ("What does
+    # Melanie's family do?" asks for what Melanie said; graph.recall.text.named_source). Only when the
+    # query names exactly one of the candidates' sources; 1.0 turns the rule off.
+    source_penalty: float = Field(default=1.0, gt=0, le=1)
     # Relevance floor: visible candidates whose fused relevance (0..1, before freshness decay) is below
     # it never enter the packet, and `hidden.below_relevance` counts them. Off in default-v1: measured
     # (benchmarks/README.md), 0.1 costs nothing on the multi-hop, temporal and SituatedQA runs but
@@ -251,7 +255,8 @@ class Policy(BaseModel):
 
 
 # Policy knobs added after policies were first stored: out of `content_hash` at their defaults.
-_OMITTED_AT_DEFAULT = ("fact_retrieval", "fact_top", "fact_beam", "fact_depth", "router", "router_model")
+_OMITTED_AT_DEFAULT = ("fact_retrieval", "fact_top", "fact_beam", "fact_depth", "router", "router_model",
+                       "source_penalty")
 DEFAULT_POLICY = Policy(version="default-v1")
 
 

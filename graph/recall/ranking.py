@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from graph.recall.rows import ClaimRow
-from graph.recall.text import identifiers, names_sibling, pool_idf, term_set, terms, weighted_lexical
+from graph.recall.text import identifiers, named_source, names_sibling, pool_idf, term_set, terms, weighted_lexical
 from graph.similarity import cosine_from_index
 from schema.models import (
     Freshness,
@@ -67,6 +67,8 @@ def rank(rows: Iterable[ClaimRow], similarity: Mapping[str, float], query: str, 
     judged, matched_via = _best_versions(lenders, similarity, lexical, idf, policy)
     fusion: _Linear | _RRF = (_RRF if policy.fusion == "rrf" else _Linear)(candidates, judged, lexical, policy, graph)
     query_names = identifiers(query)
+    asked_source = (named_source(query, [r.source for r in candidates if r.source])
+                    if policy.source_penalty < 1 else None)
     scored = []
     for r in candidates:
         parts = fusion.terms(r.id)
@@ -74,9 +76,13 @@ def rank(rows: Iterable[ClaimRow], similarity: Mapping[str, float], query: str, 
         sibling = names_sibling(query_names, r.identifiers())
         if sibling:
             relevance *= policy.sibling_penalty
+        other_source = asked_source is not None and r.source != asked_source
+        if other_source:
+            relevance *= policy.source_penalty
         relevance = stable_round(relevance)
         decay, age, tau = _freshness(r, policy, reference)
-        scored.append(_Scored(r, relevance, stable_round(relevance * decay), decay, age, tau, parts, sibling))
+        scored.append(_Scored(r, relevance, stable_round(relevance * decay), decay, age, tau, parts, sibling,
+                              asked_source if other_source else None))
     # The floor: a candidate that matches the query this little is not an answer, however fresh; an
     # empty packet that says so beats k unrelated claims (e.g. when nothing was valid at the time asked).
     cut = {s.row.id for s in scored if s.relevance < policy.min_relevance}
@@ -260,6 +266,7 @@ class _Scored(NamedTuple):
     tau: float
     terms: _Terms
     sibling: bool  # the sibling penalty applied
+    other_source: str | None  # the source the query names, when the source penalty applied (another's claim)
 
 
 def _freshness(row: ClaimRow, policy: Policy, reference: datetime | None) -> tuple[float, float, float]:
@@ -306,6 +313,10 @@ def _explanation(s: _Scored, fusion: _Linear | _RRF, policy: Policy, similarity:
     penalties = [ScorePenalty(rule="sibling", factor=policy.sibling_penalty,
                               reason="names a sibling of what the query names (shares a part with it), "
                                      "not the thing itself")] if s.sibling else []
+    if s.other_source is not None:
+        penalties.append(ScorePenalty(rule="source", factor=policy.source_penalty,
+                                      reason=f"the query names {s.other_source!r}; this claim's source is "
+                                             f"{s.row.source!r}"))
     return ScoreExplanation(
         fusion="rrf" if isinstance(fusion, _RRF) else "linear",
         vector=ScoreTerm(weight=fusion.wv, value=r(_cosine(own.similarity)), rank=own.vector_rank,

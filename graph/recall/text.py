@@ -134,6 +134,47 @@ def names_sibling(query_names: frozenset[str], names: frozenset[str]) -> bool:
     return any(q not in own and any(set(q) & set(c) for c in others) for q in sorted(asked))
 
 
+_CAPITALISED_RUN_RE = re.compile(r"[A-Z][\w.\u2019'-]*(?:[ \t]+[A-Z][\w.\u2019'-]*)*")
+_POSSESSIVE_RE = re.compile(r"['\u2019]s?$")
+
+
+def _name_runs(text: str) -> set[str]:
+    """Every run of adjacent capitalised words in the text and every part of one, possessives cut
+    ("Melanie's" -> "Melanie")."""
+    runs: set[str] = set()
+    for m in _CAPITALISED_RUN_RE.finditer(text):
+        words = [_POSSESSIVE_RE.sub("", w) for w in m.group(0).split()]
+        runs.update(" ".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, len(words) + 1))
+    return runs
+
+
+def named_source(query: str, sources: Sequence[str]) -> str | None:
+    """The one source the query names by name, or None (none named, or several).
+
+    Who said a thing is part of what it is: "What does Melanie's family do?" asks for what Melanie
+    said, not for what others said near the same words. A source is named when its capitalised words
+    stand in the query as a run of capitalised words ("Priya Raman", or the first name "Priya" when
+    no other source starts with it). Sources that are not names ("runbook", "t", "incident-142") are
+    never named this way, so stores whose sources are systems or documents are not touched."""
+    runs = _name_runs(query)
+    if not runs:
+        return None
+    distinct = sorted(set(sources))
+    firsts: dict[str, int] = {}
+    for src in distinct:
+        parts = src.split()
+        if parts:
+            firsts[parts[0]] = firsts.get(parts[0], 0) + 1
+    named: set[str] = set()
+    for src in distinct:
+        parts = src.split()
+        if not parts or not all(p[:1].isupper() for p in parts):
+            continue
+        if src in runs or (len(parts) > 1 and firsts[parts[0]] == 1 and parts[0] in runs):
+            named.add(src)
+    return next(iter(named)) if len(named) == 1 else None
+
+
 def lexical_score(query_terms: set[str], present: frozenset[str]) -> float:
     """The unweighted share of query terms a text (its term set `present`) contains: the order the text
     index answer is cut on."""
