@@ -9,6 +9,7 @@ namespaces that no longer exist, so a dropped tenant's name does not linger in /
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import sys
@@ -36,6 +37,11 @@ class Metrics:
         self.worker_lag = Gauge("palimpsest_worker_lag_revisions",
                                 "Store revision minus projections sequence", ["namespace"], registry=self.registry)
         self.namespaced: tuple[Counter | Gauge, ...] = (self.ingested, self.ingest_failed, self.worker_lag)
+        # How much of the heap the garbage collector no longer walks (api.heap: `serve` freezes start-up's
+        # objects): 0 in a serving process means a full collection walks the whole heap mid-request again.
+        self.frozen = Gauge("palimpsest_gc_frozen_objects", "Objects the garbage collector does not walk "
+                            "(start-up's heap, frozen by serve)", registry=self.registry)
+        self.frozen.set_function(gc.get_freeze_count)
 
     def namespaces(self) -> set[str]:
         """Every namespace that has a series now."""

@@ -143,8 +143,9 @@ def test_a_command_that_embeds_exits_without_native_leak_warnings(tmp_path: Path
     assert "leaked" not in out.stderr, out.stderr[-2000:]
 
 
-def test_serve_says_where_it_listens_in_one_line(neo4j: Any) -> None:
-    """Printed once the server answers (not before), on one line whatever the terminal's width."""
+def test_serve_says_where_it_listens_in_one_line_and_has_frozen_its_startup_heap(neo4j: Any) -> None:
+    """Printed once the server answers (not before), on one line whatever the terminal's width. By then
+    start-up's heap is frozen (api.heap), as /metrics shows."""
     import os
     import socket
     import subprocess
@@ -175,6 +176,10 @@ def test_serve_says_where_it_listens_in_one_line(neo4j: Any) -> None:
         assert "listening on" in line, f"no listening line; exit {proc.poll()}"
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as resp:
             assert resp.status == 200  # it was printed once the server answers
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+            frozen = next(float(ln.split()[-1]) for ln in resp.read().decode().splitlines()
+                          if ln.startswith("palimpsest_gc_frozen_objects "))
+        assert frozen > 10_000  # start-up's heap (torch, the model, the driver) was frozen before serving
     finally:
         proc.terminate()
         proc.wait(timeout=30)
