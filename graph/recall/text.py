@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 _TOKEN_RE = re.compile(r"[a-z0-9]+")
@@ -159,20 +160,12 @@ def named_source(query: str, sources: Sequence[str]) -> str | None:
     runs = _name_runs(query)
     if not runs:
         return None
-    distinct = sorted(set(sources))
-    firsts: dict[str, int] = {}
-    for src in distinct:
-        parts = src.split()
-        if parts:
-            firsts[parts[0]] = firsts.get(parts[0], 0) + 1
-    named: set[str] = set()
-    for src in distinct:
-        parts = src.split()
-        if not parts or not all(p[:1].isupper() for p in parts):
-            continue
-        if src in runs or (len(parts) > 1 and firsts[parts[0]] == 1 and parts[0] in runs):
-            named.add(src)
-    return next(iter(named)) if len(named) == 1 else None
+    names = [(src, src.split()) for src in sorted(set(sources))]
+    names = [(src, parts) for src, parts in names if parts and all(p[:1].isupper() for p in parts)]
+    firsts = Counter(src.split()[0] for src in set(sources) if src.split())
+    named = [src for src, parts in names
+             if src in runs or (len(parts) > 1 and firsts[parts[0]] == 1 and parts[0] in runs)]
+    return named[0] if len(named) == 1 else None
 
 
 def lexical_score(query_terms: set[str], present: frozenset[str]) -> float:
