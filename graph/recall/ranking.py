@@ -76,13 +76,13 @@ def rank(rows: Iterable[ClaimRow], similarity: Mapping[str, float], query: str, 
         sibling = names_sibling(query_names, r.identifiers())
         if sibling:
             relevance *= policy.sibling_penalty
-        other_source = asked_source is not None and r.source != asked_source
-        if other_source:
+        another = asked_source is not None and r.source != asked_source
+        if another:
             relevance *= policy.source_penalty
         relevance = stable_round(relevance)
         decay, age, tau = _freshness(r, policy, reference)
         scored.append(_Scored(r, relevance, stable_round(relevance * decay), decay, age, tau, parts, sibling,
-                              asked_source if other_source else None))
+                              asked_source if another else None))
     # The floor: a candidate that matches the query this little is not an answer, however fresh; an
     # empty packet that says so beats k unrelated claims (e.g. when nothing was valid at the time asked).
     cut = {s.row.id for s in scored if s.relevance < policy.min_relevance}
@@ -266,7 +266,7 @@ class _Scored(NamedTuple):
     tau: float
     terms: _Terms
     sibling: bool  # the sibling penalty applied
-    other_source: str | None  # the source the query names, when the source penalty applied (another's claim)
+    asked_source: str | None  # the source the query names, when this claim is another's (source penalty applied)
 
 
 def _freshness(row: ClaimRow, policy: Policy, reference: datetime | None) -> tuple[float, float, float]:
@@ -313,9 +313,9 @@ def _explanation(s: _Scored, fusion: _Linear | _RRF, policy: Policy, similarity:
     penalties = [ScorePenalty(rule="sibling", factor=policy.sibling_penalty,
                               reason="names a sibling of what the query names (shares a part with it), "
                                      "not the thing itself")] if s.sibling else []
-    if s.other_source is not None:
+    if s.asked_source is not None:
         penalties.append(ScorePenalty(rule="source", factor=policy.source_penalty,
-                                      reason=f"the query names {s.other_source!r}; this claim's source is "
+                                      reason=f"the query names {s.asked_source!r}; this claim's source is "
                                              f"{s.row.source!r}"))
     return ScoreExplanation(
         fusion="rrf" if isinstance(fusion, _RRF) else "linear",

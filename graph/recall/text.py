@@ -160,11 +160,11 @@ def named_source(query: str, sources: Sequence[str]) -> str | None:
     runs = _name_runs(query)
     if not runs:
         return None
-    names = [(src, src.split()) for src in sorted(set(sources))]
-    names = [(src, parts) for src, parts in names if parts and all(p[:1].isupper() for p in parts)]
-    firsts = Counter(src.split()[0] for src in set(sources) if src.split())
-    named = [src for src, parts in names
-             if src in runs or (len(parts) > 1 and firsts[parts[0]] == 1 and parts[0] in runs)]
+    words = {src: src.split() for src in set(sources)}
+    firsts = Counter(parts[0] for parts in words.values() if parts)
+    named = [src for src, parts in sorted(words.items())
+             if parts and all(p[:1].isupper() for p in parts)
+             and (src in runs or (len(parts) > 1 and firsts[parts[0]] == 1 and parts[0] in runs))]
     return named[0] if len(named) == 1 else None
 
 
