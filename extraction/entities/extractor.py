@@ -10,7 +10,11 @@ Three sources, in decreasing order of trust:
 * **name** — runs of two or more capitalised words ("Ravi Alvarez", "Bank of America"), allowing
   lower-case connectors inside ("of", "de", "van"); a sentence-initial function word is trimmed
   ("In Paris Hilton's …" → "Paris Hilton"), and a possessive ends the name ("James Petrova's
-  report" → "James Petrova", not a second entity "james petrova s"). With `single_names=True`,
+  report" → "James Petrova", not a second entity "james petrova s"), and so does a sentence: a word
+  ending in a full stop that is no abbreviation ("Mt.", "U.S.", an initial "W.") closes the run, so
+  "… Johann Strauss II. He" proposes "Johann Strauss II", not "Johann Strauss II. He". An
+  interjection or greeting before a name is a vocative, not part of it ("Thanks Mel", "Hey Caroline"
+  → "Mel", "Caroline"). With `single_names=True`,
   single capitalised words that do not start a sentence are proposed too (more recall, more
   noise: measured in benchmarks/multihop.py).
 
@@ -45,7 +49,18 @@ _LEADING = frozenset(word_list(
     "according following although because then now later where what who whom whose which why how yet so "
     "thus hence meanwhile despite unlike like many most some several each every both all no not only "
     "upon into onto between among through throughout under over within without against toward towards "
-    "born since until till once"
+    "born since until till once "
+    # Interjections and greetings: "Hey Caroline" addresses Caroline; the greeting is no part of a name.
+    "hey hi hello thanks thank wow oh ah yes yeah yep nope ok okay congrats congratulations bye goodbye "
+    "sorry please haha lol omg aw aww "
+    # Sentence adverbs of time: "Today the Key West line …" is about Key West.
+    "today yesterday tomorrow tonight recently currently finally eventually sometimes"
+))
+# A word ending in a full stop ends its sentence unless it is an abbreviation: one of these, an initial
+# ("W."), or dotted inside ("U.S.", "D.C.").
+_ABBREVIATIONS = frozenset(word_list(
+    "mr mrs ms dr st mt ft jr sr prof gen col lt sgt capt cmdr adm rev sen rep gov pres hon "
+    "co inc ltd corp bros no vol ave blvd rd dept univ est"
 ))
 _TRAILING = frozenset(word_list("of the de and for on in to a an"))
 _COMMON_PREFIXES = frozenset(word_list(
@@ -110,6 +125,18 @@ def _split_possessives(words: list[str]) -> list[list[str]]:
     return [r for r in runs if r]
 
 
+def _split_sentences(words: list[str]) -> list[list[str]]:
+    """End a name where its sentence ends ("Strauss II. He" → "Strauss II", "He")."""
+    runs: list[list[str]] = [[]]
+    for w in words:
+        bare = w.rstrip(".")
+        runs[-1].append(w)
+        if bare != w and len(bare) > 1 and "." not in bare and bare.lower() not in _ABBREVIATIONS:
+            runs[-1][-1] = bare
+            runs.append([])
+    return [r for r in runs if r]
+
+
 def _trim(words: list[str]) -> list[str]:
     while words and words[0].lower() in _LEADING:
         words = words[1:]
@@ -141,7 +168,9 @@ def propose(text: str, metadata: Mapping[str, Any] | None = None,
             add(m.group(0), "identifier")
     covered: set[int] = set()
     for m in _NAME_RE.finditer(text):
-        for run in (part for values in _split_values(m.group(0).split()) for part in _split_possessives(values)):
+        runs = (part for sentence in _split_sentences(m.group(0).split()) for values in _split_values(sentence)
+                for part in _split_possessives(values))
+        for run in runs:
             words = _trim(run)
             if 2 <= len(words) <= opts.max_name_tokens:
                 add(" ".join(words), "name")

@@ -172,3 +172,14 @@ def test_resolution_does_not_depend_on_batch_boundaries() -> None:
     assert ("c1", "harbor bank", 3) in mentions      # nested in an older name, linked from its revision
     assert ("c2", "harbor bank", 3) in mentions      # lower case and possessive, in an older claim
     assert ("c3", "kestrel laboratories", 3) in mentions
+
+
+def test_a_name_ends_with_its_sentence_and_a_greeting_is_no_part_of_it() -> None:
+    got = {m.surface for m in propose("He studied under Johann Strauss II. He later met Koji Kondo. Alabama. "
+                                      "Today the Key West line opened.")}
+    assert got == {"Johann Strauss II", "Koji Kondo", "Key West"}
+    # Abbreviations and initials do not end a sentence.
+    kept = {m.surface for m in propose("Mt. Baker Ski Area hired George W. Jenkins, then U.S. Steel Corp. did too.")}
+    assert kept == {"Mt. Baker Ski Area", "George W. Jenkins", "U.S. Steel Corp"}
+    # A vocative: the greeting goes, a one-word name is no proposal; a two-word one stays.
+    assert {m.surface for m in propose("Thanks Mel! Hey Caroline, Wow Amy Ellis Nutt. I agree")} == {"Amy Ellis Nutt"}
