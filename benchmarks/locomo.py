@@ -365,9 +365,14 @@ PALIMPSEST_MODES: dict[str, dict[str, Any]] = {
 DEFAULT_VARIANTS = ("prefix", "prefix+captions+context")
 # The router's ceiling (every stage it may switch off) and the router over it (graph.recall.router):
 # `--modes` picks them; they are not in the default run.
+_BEST = PALIMPSEST_MODES["palimpsest subject terms + source penalty 0.7"]
 ROUTER_MODES: dict[str, dict[str, Any]] = {
     "palimpsest + PPR + round 2": {"graph_expansion": "ppr", "rounds": 2},
     "router: PPR + round 2": {"graph_expansion": "ppr", "router": "rules", "rounds": 2},
+    # The same over the best single policy: its stages, then the router switching them off per question.
+    "palimpsest subject terms + source penalty 0.7 + PPR + round 2": {**_BEST, "graph_expansion": "ppr", "rounds": 2},
+    "router: subject terms + source penalty 0.7 + PPR + round 2": {**_BEST, "graph_expansion": "ppr",
+                                                                   "router": "rules", "rounds": 2},
 }
 TUNE_MODES: dict[str, dict[str, Any]] = {
     "palimpsest rrf": {"fusion": "rrf"},

@@ -7,7 +7,11 @@ and the fusion of the rounds' rankings.
   of the round before, in rank order: the item's declared subject (metadata `subject` or `title`;
   policy `expansion_subjects`) and the other entities it MENTIONS, most specific first (fewest
   mentioning claims; hubs beyond `ppr_max_degree` are skipped) — terms the question already
-  contains are not added again. Entity links are read as of the packet's `projections_seq`, so the
+  contains are not added again. When the router read the question as one hop ("router:one-round"),
+  a second round still runs if another claim is *about* one of those bridges (declares it as its
+  subject, or opens with its name): then the store holds what the first round could not have asked
+  for — in passages titled by their subject, the bridge's own passage. Without one it does not.
+  Entity links are read as of the packet's `projections_seq`, so the
   expansion of a packet is a function of the packet: the same packet always yields the same next
   query.
 * **Fusion**: weighted reciprocal rank over the rounds (round 1 weight 1, later rounds
@@ -28,12 +32,18 @@ from schema.models import ContextPacket, PacketItem, Policy
 
 SUBJECT_KEYS = ("subject", "title")
 
+# `about`: another claim mentioning the entity (hubs not looked into) is about it — its declared subject
+# as embedded (`search_subject`) is the entity's name, or that name with a trailing disambiguation
+# ("Lilu (mythology)"), or its text opens with the name (a text that names its subject first is embedded
+# without the prefix: schema.subjects).
 BRIDGE_ENTITIES = (
     "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id})-[m:MENTIONS]->(e:Entity {namespace: $ns}) "
     "USING INDEX c:Claim(id) WHERE m.revision <= $seq "
-    "CALL (e) { MATCH (x:Claim)-[mx:MENTIONS]->(e) WHERE mx.revision <= $seq WITH x LIMIT $over "
-    "RETURN count(x) AS df } "
-    "RETURN id, e.id AS eid, e.name AS name, df ORDER BY id, df, eid"
+    "CALL (c, e) { MATCH (x:Claim)-[mx:MENTIONS]->(e) WHERE mx.revision <= $seq WITH c, e, x LIMIT $over "
+    "WITH c, e, x, toLower(e.name) AS name, toLower(coalesce(x.search_subject, '')) AS subject "
+    "RETURN count(x) AS df, sum(CASE WHEN x <> c AND (subject = name OR subject STARTS WITH name + ' (' "
+    "  OR toLower(x.content) STARTS WITH name) THEN 1 ELSE 0 END) AS about } "
+    "RETURN id, e.id AS eid, e.name AS name, df, df < $over AND about > 0 AS about ORDER BY id, df, eid"
 )
 
 
@@ -43,6 +53,8 @@ class Bridge:
     entity_id: str
     name: str
     df: int  # claims mentioning it as of the packet's projections_seq, counted up to the hub cap + 1
+    # Another claim is about it (BRIDGE_ENTITIES): a second hop has somewhere to go.
+    about: bool = False
 
 
 def bridge_entities(driver: Driver, namespace: str, claim_ids: Sequence[str], seq: int, hub_cap: int,
@@ -52,7 +64,7 @@ def bridge_entities(driver: Driver, namespace: str, claim_ids: Sequence[str], se
         return []
     rows, _, _ = driver.execute_query(BRIDGE_ENTITIES, ids=list(claim_ids), ns=namespace, seq=seq,
                                       over=hub_cap + 1, database_=database, routing_="r")
-    return [Bridge(r["id"], r["eid"], str(r["name"]), int(r["df"])) for r in rows]
+    return [Bridge(r["id"], r["eid"], str(r["name"]), int(r["df"]), bool(r["about"])) for r in rows]
 
 
 def _words(text: str) -> set[str]:
@@ -68,22 +80,28 @@ def subject_of(item: PacketItem) -> str | None:
 
 
 def expansion_terms(question: str, packet: ContextPacket, bridges: Sequence[Bridge], policy: Policy,
-                    exclude_ids: Sequence[str] = ()) -> list[str]:
+                    exclude_ids: Sequence[str] = (), *, about_only: bool = False) -> list[str]:
     """The terms the next round adds to `question`: subjects and bridge entities of the packet's top
     `expansion_items` items (those in `exclude_ids` — already used by an earlier round — skipped), at
-    most `expansion_terms`, none whose words the question (or an earlier term) already holds."""
+    most `expansion_terms`, none whose words the question (or an earlier term) already holds.
+
+    With `about_only` (the router read the question as one hop), the terms are the same, but only
+    when at least one of the bridges among them has a claim `about` it; otherwise none."""
     seen = _words(question)
     skip = set(exclude_ids)
     by_claim: dict[str, list[Bridge]] = {}
     for b in bridges:
         by_claim.setdefault(b.claim_id, []).append(b)
     out: list[str] = []
+    anchored = False
 
-    def add(term: str) -> None:
+    def add(term: str, about: bool = False) -> None:
+        nonlocal anchored
         words = _words(term)
         if words and not words <= seen and len(out) < policy.expansion_terms:
             out.append(term)
             seen.update(words)
+            anchored = anchored or about
 
     for item in [it for it in packet.items if it.id not in skip][:policy.expansion_items]:
         subject = subject_of(item)
@@ -93,8 +111,8 @@ def expansion_terms(question: str, packet: ContextPacket, bridges: Sequence[Brid
         for b in sorted(by_claim.get(item.id, []), key=lambda b: (b.df, b.entity_id)):
             # The item's own subject is what was found, not a bridge to what was not.
             if b.df <= policy.ppr_max_degree and _words(b.name) != own:
-                add(b.name)
-    return out
+                add(b.name, b.about)
+    return out if anchored or not about_only else []
 
 
 def expanded_query(question: str, terms: Sequence[str], max_chars: int) -> str:

@@ -22,9 +22,11 @@ What it reads (the rules, `features`): three properties of the question, in gene
   a month or a season.
 
 What it decides (`decide`): a question that is neither multi-hop nor a comparison is answered by
-one direct hit, so graph expansion and later rounds are skipped ("router:skip-ppr",
-"router:one-round"); a temporal question keeps near-duplicates (dedup skipped, "router:skip-dedup"):
-the same words said at two times are two events. The rest of the policy is untouched.
+one direct hit, so graph expansion is skipped ("router:skip-ppr") and so are later rounds
+("router:one-round") — unless the first round's top items name a bridge another claim is about (it
+declares it as its subject or opens with it: graph.rounds), which the wording of a question cannot
+show; a temporal question keeps near-duplicates (dedup skipped, "router:skip-dedup"): the same words
+said at two times are two events. The rest of the policy is untouched.
 
 The packet's `stages` records the decision first: "router:rules" (or "router:llm", or
 "router:llm-unavailable" when the model could not answer and the rules decided), the properties found
@@ -257,7 +259,8 @@ def pinned(stages: Sequence[str]) -> Pinned | None:
 
 
 def allows_rounds(stages: Sequence[str]) -> bool:
-    """Whether a packet's router left later rounds to run (True when no router decided it)."""
+    """Whether a packet's router left later rounds to run (True when no router decided it). False: one
+    round, or two when round 1 found a bridge another claim is about (graph.rounds.expansion_terms, `about_only`)."""
     return f"{PREFIX}{ONE_ROUND}" not in stages
 
 

@@ -17,9 +17,12 @@ import pytest
 
 from api.memory import Memory
 from api.runtime import Runtime
+from api.worker import ProjectionWorker, WorkerConfig
 from extraction.reader import ReaderOptions
+from graph.maintenance import drop_namespace
 from schema.models import PACKET_DERIVED, ContextPacket
 from tests.graphql_client import keyed_graphql
+from tests.northern_lights import CORPUS
 from tests.northern_lights import seed as _seed
 
 pytestmark = pytest.mark.integration
@@ -64,12 +67,37 @@ def test_a_routed_recall_records_its_stages_and_replays(runtime: Any, namespace:
     assert "route" in json.loads(hop.canonical_json())
 
 
-def test_later_rounds_follow_round_one(runtime: Any, namespace: str) -> None:
+def test_later_rounds_follow_round_one(runtime: Any, driver: Any, namespace: str) -> None:
     memory = Memory(runtime, namespace)
     _seed(memory)
     memory.register_policy({"version": "routed", **PPR, "router": "rules"})
-    direct = memory.recall_rounds(SINGLE_HOP, policy_version="routed", rounds=2)
-    assert len(direct.rounds) == 1 and direct.rounds[0].packet.stages == SKIPPED
+    # Read as one hop, but round 1's film passage names Ada Brennan, whom another claim is about (its
+    # declared subject): the second round runs, towards her.
+    direct = memory.recall_rounds(SINGLE_HOP, policy_version="routed", rounds=3)
+    assert direct.rounds[0].packet.stages == SKIPPED
+    assert len(direct.rounds) == 2 and "Ada Brennan" in direct.rounds[1].added_terms
+    # Passages without declared subjects, Ada Brennan's not opening with her name: another claim mentions
+    # her, none is about her — nowhere for a second hop to go, one round.
+    plain = Memory(runtime, f"{namespace}-plain")
+    reworded = {"Ada Brennan grew up by the sea in Galway, where she was born in 1961.":
+                "Born in Galway in 1961, Ada Brennan grew up by the sea."}
+    try:
+        plain.ingest_many([{"content": reworded.get(c, c), "source": "wiki"} for c, _ in CORPUS])
+        ProjectionWorker(runtime, WorkerConfig(entity_embeddings=False), detectors=[]).run_once(plain.namespace)
+        plain.register_policy({"version": "routed", **PPR, "router": "rules"})
+        alone = plain.recall_rounds(SINGLE_HOP, policy_version="routed", rounds=3)
+        assert alone.rounds[0].packet.stages == SKIPPED and len(alone.rounds) == 1
+        # Without the router the plain namespace does run a second round: it is the rule that stopped it.
+        plain.register_policy({"version": "unrouted", **PPR})
+        assert len(plain.recall_rounds(SINGLE_HOP, policy_version="unrouted", rounds=2).rounds) == 2
+        # A claim that declares her as its subject (embedded as "Ada Brennan: …") is about her: two rounds.
+        plain.ingest_many([{"content": "Her first feature was shot on the Aran Islands.", "source": "wiki",
+                            "metadata": {"subject": "Ada Brennan"}}])
+        ProjectionWorker(runtime, WorkerConfig(entity_embeddings=False), detectors=[]).run_once(plain.namespace)
+        about = plain.recall_rounds(SINGLE_HOP, policy_version="routed", rounds=3)
+        assert len(about.rounds) == 2 and "Ada Brennan" in about.rounds[1].added_terms
+    finally:
+        drop_namespace(driver, plain.namespace)
     hop = memory.recall_rounds(MULTI_HOP, policy_version="routed", rounds=2)
     assert len(hop.rounds) == 2
     first, second = (r.packet for r in hop.rounds)

@@ -40,6 +40,14 @@ def test_expansion_adds_bridges_most_specific_first_not_the_items_own_subject() 
     assert expansion_terms("Northern Lights?", p, bridges, with_subjects) == ["Northern Lights (film)", "Ada Brennan"]
     assert expansion_terms("q", p, bridges, DEFAULT_POLICY, exclude_ids=["film"]) == ["Norwich"]
     assert expanded_query("q", ["a" * 10, "b"], 13) == "q " + "a" * 10
+    # A question read as one hop gets a second round only towards a bridge another claim is about.
+    assert expansion_terms("q", p, bridges, DEFAULT_POLICY, about_only=True) == []
+    declared = [*bridges[:2], Bridge("film", "e2", "Ada Brennan", 2, about=True), *bridges[3:]]
+    assert expansion_terms("Where was the director of Northern Lights born?", p, declared, DEFAULT_POLICY,
+                           about_only=True) == ["Ada Brennan", "Ireland", "Norwich"]
+    # A hub is no bridge, whoever is about it, so it does not open the round either.
+    hub = [Bridge("film", "e4", "Hub", 10_000, about=True), Bridge("novel", "e5", "Norwich", 3)]
+    assert expansion_terms("q", p, hub, DEFAULT_POLICY, about_only=True) == []
 
 
 def test_fusion_keeps_round_one_on_top_and_is_a_total_order() -> None:
