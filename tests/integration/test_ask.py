@@ -118,6 +118,21 @@ def test_ask_offline_expansion_reads_once(runtime: Any, driver: Any, namespace: 
     res = memory.ask(QUESTION, llm_model=MODEL, k=2, expansion="offline")
     assert [r.origin for r in res.rounds] == ["question", "expansion"] and len(prompts) == 1
     assert res.answer == "Galway" and res.cited_ids == [ids["Ada Brennan"]]
+    # Under the router a question read as one hop keeps its offline second round towards a bridge another
+    # claim is about (Ada Brennan's own passage), but not a thought-driven one (nothing to check it by).
+    memory.register_policy({"version": "routed", "router": "rules", "ask_rounds": 3})
+    one_hop = memory.ask("Who directed Northern Lights?", llm_model=MODEL, k=2, expansion="offline",
+                         policy_version="routed")
+    assert "router:one-round" in one_hop.rounds[0].packet.stages
+    assert [r.origin for r in one_hop.rounds] == ["question", "expansion"]
+    assert "Ada Brennan" in one_hop.rounds[1].added_terms
+    memory.rt.reader = ReaderOptions(completion_kwargs={"mock_response": json.dumps(
+        {"thought": "Ada Brennan directed it; find her.", "answer": "", "cited_ids": [], "not_in_memory": True})})
+    unrouted = memory.ask("Who directed Northern Lights?", llm_model=MODEL, k=2, expansion="thought")
+    assert [r.origin for r in unrouted.rounds] == ["question", "thought"]
+    thought = memory.ask("Who directed Northern Lights?", llm_model=MODEL, k=2, expansion="thought",
+                         policy_version="routed")
+    assert [r.origin for r in thought.rounds] == ["question"]
 
 
 def test_ask_bad_input_and_failed_reader(runtime: Any, driver: Any, namespace: str) -> None:
