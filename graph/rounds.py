@@ -35,14 +35,16 @@ SUBJECT_KEYS = ("subject", "title")
 # `about`: another claim mentioning the entity (hubs not looked into) is about it — its declared subject
 # as embedded (`search_subject`) is the entity's name, or that name with a trailing disambiguation
 # ("Lilu (mythology)"), or its text opens with the name (a text that names its subject first is embedded
-# without the prefix: schema.subjects).
+# without the prefix: schema.subjects) — but not as a speaker's label ("Ada Brennan: I …" is hers, not
+# about her).
 BRIDGE_ENTITIES = (
     "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id})-[m:MENTIONS]->(e:Entity {namespace: $ns}) "
     "USING INDEX c:Claim(id) WHERE m.revision <= $seq "
     "CALL (c, e) { MATCH (x:Claim)-[mx:MENTIONS]->(e) WHERE mx.revision <= $seq WITH c, e, x LIMIT $over "
     "WITH c, e, x, toLower(e.name) AS name, toLower(coalesce(x.search_subject, '')) AS subject "
     "RETURN count(x) AS df, sum(CASE WHEN x <> c AND (subject = name OR subject STARTS WITH name + ' (' "
-    "  OR toLower(x.content) STARTS WITH name) THEN 1 ELSE 0 END) AS about } "
+    "  OR (toLower(x.content) STARTS WITH name AND NOT toLower(x.content) STARTS WITH name + ':')) "
+    "  THEN 1 ELSE 0 END) AS about } "
     "RETURN id, e.id AS eid, e.name AS name, df, df < $over AND about > 0 AS about ORDER BY id, df, eid"
 )
 

@@ -90,6 +90,10 @@ def test_later_rounds_follow_round_one(runtime: Any, driver: Any, namespace: str
         # Without the router the plain namespace does run a second round: it is the rule that stopped it.
         plain.register_policy({"version": "unrouted", **PPR})
         assert len(plain.recall_rounds(SINGLE_HOP, policy_version="unrouted", rounds=2).rounds) == 2
+        # A turn she speaks, labelled with her name, is hers, not about her: still one round.
+        plain.ingest_many([{"content": "Ada Brennan: I loved shooting by the sea.", "source": "Ada Brennan"}])
+        ProjectionWorker(runtime, WorkerConfig(entity_embeddings=False), detectors=[]).run_once(plain.namespace)
+        assert len(plain.recall_rounds(SINGLE_HOP, policy_version="routed", rounds=3).rounds) == 1
         # A claim that declares her as its subject (embedded as "Ada Brennan: …") is about her: two rounds.
         plain.ingest_many([{"content": "Her first feature was shot on the Aran Islands.", "source": "wiki",
                             "metadata": {"subject": "Ada Brennan"}}])
