@@ -86,15 +86,22 @@ class Rounds:
                                        packet=packet))
         return packet
 
-    def offline_terms(self, about_only: bool = False) -> list[str]:
+    @property
+    def one_hop(self) -> bool:
+        """Did round 1's router read the question as one hop (`router:one-round`)? Then one more round at
+        most, and only towards a bridge another claim is about (graph.rounds.expansion_terms)."""
+        return bool(self.rounds) and not router_q.allows_rounds(self.rounds[0].packet.stages)
+
+    def offline_terms(self) -> list[str]:
         """The offline expansion of the last round's packet (graph.rounds.expansion_terms)."""
         assert self.policy is not None
         packet = self.rounds[-1].packet
         top = [it.id for it in packet.items if it.id not in set(self._expanded_from)][:self.policy.expansion_items]
+        one_hop = self.one_hop
         bridges = rounds_q.bridge_entities(self.mem.rt.driver, self.mem.namespace, top, packet.projections_seq,
-                                           self.policy.ppr_max_degree, self.mem.rt.settings.database)
+                                           self.policy.ppr_max_degree, self.mem.rt.settings.database, about=one_hop)
         terms = rounds_q.expansion_terms(self.question, packet, bridges, self.policy, self._expanded_from,
-                                         about_only=about_only)
+                                         about_only=one_hop)
         self._expanded_from.extend(top)
         return terms
 
@@ -123,12 +130,10 @@ def recall_rounds(mem: Memory, query: str, *, rounds: int | None = None, k: int 
     state.question = first.query
     assert state.policy is not None
     total = wanted if wanted is not None else max(2, state.policy.ask_rounds)
-    # The router read one hop: one more round at most, and only towards a bridge another claim is about (graph.rounds).
-    one_hop = not router_q.allows_rounds(first.stages)
-    if one_hop:
+    if state.one_hop:
         total = min(total, 2)
     while len(state.rounds) < total:
-        terms = state.offline_terms(about_only=one_hop)
+        terms = state.offline_terms()
         nxt = state.next_query(terms)
         if nxt is None:
             break
@@ -171,9 +176,8 @@ def ask(mem: Memory, question: str, *, llm_model: str | None = None, rounds: int
         raise BadInputError(f"no reader model: policy {policy.version!r} has no reader_model; pass llm_model",
                             field="llm_model")
     total = wanted if wanted is not None else policy.ask_rounds
-    one_hop = not router_q.allows_rounds(first.stages)
     how = expansion or policy.ask_expansion
-    if one_hop:  # the reader's thought cannot be checked for a bridge: one round
+    if state.one_hop:  # the reader's thought cannot be checked for a bridge: one round
         total = min(total, 2) if how == "offline" else 1
     reader = Reader(model, options)
     cost = ReaderCost()
@@ -182,7 +186,7 @@ def ask(mem: Memory, question: str, *, llm_model: str | None = None, rounds: int
     while True:
         if how == "offline":  # retrieval rounds first, one reading of their fusion at the end
             if len(state.rounds) < total:
-                terms = state.offline_terms(about_only=one_hop)
+                terms = state.offline_terms()
                 nxt = state.next_query(terms)
                 if nxt is not None:
                     state.run(nxt, "expansion", terms)

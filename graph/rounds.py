@@ -32,18 +32,19 @@ from schema.models import ContextPacket, PacketItem, Policy
 
 SUBJECT_KEYS = ("subject", "title")
 
-# `about`: another claim mentioning the entity (hubs not looked into) is about it — its declared subject
-# as embedded (`search_subject`) is the entity's name, or that name with a trailing disambiguation
-# ("Lilu (mythology)"), or its text opens with the name (a text that names its subject first is embedded
-# without the prefix: schema.subjects) — but not as a speaker's label ("Ada Brennan: I …" is hers, not
-# about her).
+# With `$about` (only a router's one-hop reading needs it): is another claim mentioning the entity (hubs
+# not looked into) about it — its declared subject as embedded (`search_subject`) is the entity's name, or
+# that name with a trailing disambiguation ("Lilu (mythology)"), or its text opens with the name (a text
+# that names its subject first is embedded without the prefix: schema.subjects), but not as a speaker's
+# label ("Ada Brennan: I …" is hers, not about her)?
 BRIDGE_ENTITIES = (
     "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id})-[m:MENTIONS]->(e:Entity {namespace: $ns}) "
     "USING INDEX c:Claim(id) WHERE m.revision <= $seq "
     "CALL (c, e) { MATCH (x:Claim)-[mx:MENTIONS]->(e) WHERE mx.revision <= $seq WITH c, e, x LIMIT $over "
-    "WITH c, e, x, toLower(e.name) AS name, toLower(coalesce(x.search_subject, '')) AS subject "
-    "RETURN count(x) AS df, sum(CASE WHEN x <> c AND (subject = name OR subject STARTS WITH name + ' (' "
-    "  OR (toLower(x.content) STARTS WITH name AND NOT toLower(x.content) STARTS WITH name + ':')) "
+    "WITH c, x, toLower(e.name) AS name "
+    "RETURN count(x) AS df, sum(CASE WHEN $about AND x <> c AND (toLower(x.search_subject) = name "
+    "  OR toLower(x.search_subject) STARTS WITH name + ' (' "
+    "  OR (toLower(x.content) STARTS WITH name AND substring(x.content, size(name), 1) <> ':')) "
     "  THEN 1 ELSE 0 END) AS about } "
     "RETURN id, e.id AS eid, e.name AS name, df, df < $over AND about > 0 AS about ORDER BY id, df, eid"
 )
@@ -60,12 +61,13 @@ class Bridge:
 
 
 def bridge_entities(driver: Driver, namespace: str, claim_ids: Sequence[str], seq: int, hub_cap: int,
-                    database: str | None = None) -> list[Bridge]:
-    """Entities the claims mention as of projections_seq `seq`, per claim most specific first."""
+                    database: str | None = None, *, about: bool = False) -> list[Bridge]:
+    """Entities the claims mention as of projections_seq `seq`, per claim most specific first; with
+    `about`, whether another claim is about each (`Bridge.about`; False otherwise)."""
     if not claim_ids:
         return []
     rows, _, _ = driver.execute_query(BRIDGE_ENTITIES, ids=list(claim_ids), ns=namespace, seq=seq,
-                                      over=hub_cap + 1, database_=database, routing_="r")
+                                      over=hub_cap + 1, about=about, database_=database, routing_="r")
     return [Bridge(r["id"], r["eid"], str(r["name"]), int(r["df"]), bool(r["about"])) for r in rows]
 
 
@@ -97,13 +99,13 @@ def expansion_terms(question: str, packet: ContextPacket, bridges: Sequence[Brid
     out: list[str] = []
     anchored = False
 
-    def add(term: str, about: bool = False) -> None:
-        nonlocal anchored
+    def add(term: str) -> bool:
         words = _words(term)
-        if words and not words <= seen and len(out) < policy.expansion_terms:
-            out.append(term)
-            seen.update(words)
-            anchored = anchored or about
+        if not words or words <= seen or len(out) >= policy.expansion_terms:
+            return False
+        out.append(term)
+        seen.update(words)
+        return True
 
     for item in [it for it in packet.items if it.id not in skip][:policy.expansion_items]:
         subject = subject_of(item)
@@ -112,8 +114,8 @@ def expansion_terms(question: str, packet: ContextPacket, bridges: Sequence[Brid
             add(subject)
         for b in sorted(by_claim.get(item.id, []), key=lambda b: (b.df, b.entity_id)):
             # The item's own subject is what was found, not a bridge to what was not.
-            if b.df <= policy.ppr_max_degree and _words(b.name) != own:
-                add(b.name, b.about)
+            if b.df <= policy.ppr_max_degree and _words(b.name) != own and add(b.name) and b.about:
+                anchored = True
     return out if anchored or not about_only else []
 
 

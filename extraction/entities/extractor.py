@@ -114,25 +114,25 @@ def _split_values(words: list[str]) -> list[list[str]]:
     return [r for r in runs if r]
 
 
-def _split_possessives(words: list[str]) -> list[list[str]]:
-    """End a name at a possessive ("Orion Freight's CEO" → "Orion Freight", "CEO")."""
-    runs: list[list[str]] = [[]]
-    for w in words:
-        bare = _POSSESSIVE_RE.sub("", w)
-        runs[-1].append(bare)
-        if bare != w:
-            runs.append([])
-    return [r for r in runs if r]
+def _name_end(word: str) -> str | None:
+    """The word as a name keeps it when the name ends with it, else None: a possessive ("Orion Freight's
+    CEO" → "Orion Freight", "CEO") or the end of a sentence ("Strauss II. He" → "Strauss II", "He")."""
+    bare = _POSSESSIVE_RE.sub("", word)
+    if bare != word:
+        return bare
+    stem = word.rstrip(".")
+    if stem != word and len(stem) > 1 and "." not in stem and stem.lower() not in _ABBREVIATIONS:
+        return stem
+    return None
 
 
-def _split_sentences(words: list[str]) -> list[list[str]]:
-    """End a name where its sentence ends ("Strauss II. He" → "Strauss II", "He")."""
+def _split_ends(words: list[str]) -> list[list[str]]:
+    """Cut a capitalised run after every word that ends a name (`_name_end`)."""
     runs: list[list[str]] = [[]]
     for w in words:
-        bare = w.rstrip(".")
-        runs[-1].append(w)
-        if bare != w and len(bare) > 1 and "." not in bare and bare.lower() not in _ABBREVIATIONS:
-            runs[-1][-1] = bare
+        end = _name_end(w)
+        runs[-1].append(w if end is None else end)
+        if end is not None:
             runs.append([])
     return [r for r in runs if r]
 
@@ -168,9 +168,7 @@ def propose(text: str, metadata: Mapping[str, Any] | None = None,
             add(m.group(0), "identifier")
     covered: set[int] = set()
     for m in _NAME_RE.finditer(text):
-        runs = (part for sentence in _split_sentences(m.group(0).split()) for values in _split_values(sentence)
-                for part in _split_possessives(values))
-        for run in runs:
+        for run in (part for ended in _split_ends(m.group(0).split()) for part in _split_values(ended)):
             words = _trim(run)
             if 2 <= len(words) <= opts.max_name_tokens:
                 add(" ".join(words), "name")

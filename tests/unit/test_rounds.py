@@ -42,8 +42,8 @@ def test_expansion_adds_bridges_most_specific_first_not_the_items_own_subject() 
     assert expanded_query("q", ["a" * 10, "b"], 13) == "q " + "a" * 10
     # A question read as one hop gets a second round only towards a bridge another claim is about.
     assert expansion_terms("q", p, bridges, DEFAULT_POLICY, about_only=True) == []
-    declared = [*bridges[:2], Bridge("film", "e2", "Ada Brennan", 2, about=True), *bridges[3:]]
-    assert expansion_terms("Where was the director of Northern Lights born?", p, declared, DEFAULT_POLICY,
+    about = [*bridges[:2], Bridge("film", "e2", "Ada Brennan", 2, about=True), *bridges[3:]]
+    assert expansion_terms("Where was the director of Northern Lights born?", p, about, DEFAULT_POLICY,
                            about_only=True) == ["Ada Brennan", "Ireland", "Norwich"]
     # A hub is no bridge, whoever is about it, so it does not open the round either.
     hub = [Bridge("film", "e4", "Hub", 10_000, about=True), Bridge("novel", "e5", "Norwich", 3)]
