@@ -350,6 +350,7 @@ class PolicyInput:
     rerank_top: int | None = None
     dedup_jaccard: float | None = None
     subject_terms: bool | None = None
+    stem_terms: bool | None = None
     fact_retrieval: str | None = None
     fact_top: int | None = None
     fact_beam: int | None = None

@@ -360,6 +360,9 @@ PALIMPSEST_MODES: dict[str, dict[str, Any]] = {
     "palimpsest + dedup 0.7": {"dedup_jaccard": 0.7},
     # The best so far (benchmarks/README.md, "Who said it"): with the `prefix+captions+context` turns.
     "palimpsest subject terms + source penalty 0.7": {"subject_terms": True, "source_penalty": 0.7},
+    # The same on word stems ("Where has she camped?" / "we went camping"; policy stem_terms).
+    "palimpsest subject terms + source penalty 0.7 + stems": {"subject_terms": True, "source_penalty": 0.7,
+                                                              "stem_terms": True},
 }
 # Turns as the issue first measured them, and as the best configuration writes them.
 DEFAULT_VARIANTS = ("prefix", "prefix+captions+context")
@@ -373,6 +376,10 @@ ROUTER_MODES: dict[str, dict[str, Any]] = {
     "palimpsest subject terms + source penalty 0.7 + PPR + round 2": {**_BEST, "graph_expansion": "ppr", "rounds": 2},
     "router: subject terms + source penalty 0.7 + PPR + round 2": {**_BEST, "graph_expansion": "ppr",
                                                                    "router": "rules", "rounds": 2},
+    "palimpsest subject terms + source penalty 0.7 + stems + PPR + round 2": {
+        **_BEST, "stem_terms": True, "graph_expansion": "ppr", "rounds": 2},
+    "router: subject terms + source penalty 0.7 + stems + PPR + round 2": {
+        **_BEST, "stem_terms": True, "graph_expansion": "ppr", "router": "rules", "rounds": 2},
 }
 TUNE_MODES: dict[str, dict[str, Any]] = {
     "palimpsest rrf": {"fusion": "rrf"},

@@ -358,6 +358,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="embed passages without their title (the behaviour before subjects entered the vector)")
     ap.add_argument("--subject-terms", action="store_true",
                     help="also run the hybrid modes with the policy's subject_terms (lexical match scores titles)")
+    ap.add_argument("--stem-terms", action="store_true",
+                    help="also run the modes with the policy's stem_terms (lexical match on word stems)")
     ap.add_argument("--llm-model", default=None,
                     help="extract entities and facts with this litellm chat model (its provider's key from the "
                          "environment) and add the fact retrieval modes; without it no facts exist to retrieve")
@@ -377,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
         base |= ROUTED
     if args.subject_terms:
         base |= {f"{name} subject-terms": {**knobs, "subject_terms": True} for name, knobs in base.items()}
+    if args.stem_terms:
+        base |= {f"{name} stems": {**knobs, "stem_terms": True} for name, knobs in base.items()}
     if args.llm_model:
         base |= FACT_MODES
     base = {name: _supported(knobs) for name, knobs in base.items()}

@@ -113,6 +113,11 @@ class Policy(BaseModel):
     # schema.subjects), as its vector already embeds it at ingest. Recall-time only: the fulltext
     # index that proposes candidates covers `content`. Off until measured (benchmarks/README.md).
     subject_terms: bool = False
+    # Lexical match on word stems (English Snowball): "camped" matches "camping". Recall-time only, like
+    # `subject_terms`: the fulltext index proposes candidates by surface words. Off in default-v1:
+    # measured (benchmarks/README.md), it pays on conversation, where a question seldom repeats its
+    # answer's inflection, and costs passage retrieval over encyclopedic text.
+    stem_terms: bool = False
     # Relevance factor for a claim that names a sibling of what the query names ("checkout-gateway"
     # for "checkout-scheduler") and not the thing itself; 1.0 turns the rule off.
     sibling_penalty: float = Field(default=0.5, gt=0, le=1)
@@ -256,7 +261,7 @@ class Policy(BaseModel):
 
 # Policy knobs added after policies were first stored: out of `content_hash` at their defaults.
 _OMITTED_AT_DEFAULT = ("fact_retrieval", "fact_top", "fact_beam", "fact_depth", "router", "router_model",
-                       "source_penalty")
+                       "source_penalty", "stem_terms")
 DEFAULT_POLICY = Policy(version="default-v1")
 
 

@@ -19,7 +19,16 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from graph.recall.rows import ClaimRow
-from graph.recall.text import identifiers, named_source, names_sibling, pool_idf, term_set, terms, weighted_lexical
+from graph.recall.text import (
+    identifiers,
+    named_source,
+    names_sibling,
+    pool_idf,
+    stemmed,
+    term_set,
+    terms,
+    weighted_lexical,
+)
 from graph.similarity import cosine_from_index
 from schema.models import (
     Freshness,
@@ -59,7 +68,7 @@ def rank(rows: Iterable[ClaimRow], similarity: Mapping[str, float], query: str, 
     lenders = lenders or {}
     if graph is not None and policy.graph_weight > 0 and policy.ppr_protect_top > 0:
         return _protected(candidates, similarity, query, policy, reference, lenders, graph, limit, explain)
-    qterms = set(terms(query))
+    qterms = set(stemmed(frozenset(terms(query)))) if policy.stem_terms else set(terms(query))
     present = {r.id: lexical_terms(r, policy) for r in candidates}
     idf = pool_idf([present[r.id] for r in candidates], qterms, policy.identifier_boost)
     lexical = {r.id: stable_round(weighted_lexical(idf, present[r.id])) for r in candidates}
@@ -142,12 +151,13 @@ def _best_versions(lenders: Mapping[str, Sequence[ClaimRow]], similarity: Mappin
 def lexical_terms(row: ClaimRow, policy: Policy) -> frozenset[str]:
     """The terms a claim's lexical match is scored on: its content's, and with `subject_terms` those of
     the subject its metadata declares (schema.subjects) too — a passage often names its subject only
-    in its title. The subject is read from the row's own metadata, so the score stays a pure function
-    of rows, query and policy."""
-    if not policy.subject_terms or not row.metadata_json:
-        return row.term_set()
-    subject = declared_subject(json.loads(row.metadata_json))
-    return term_set(f"{subject} {row.content}") if subject else row.term_set()
+    in its title; with `stem_terms`, as stems. The subject is read from the row's own metadata, so the
+    score stays a pure function of rows, query and policy."""
+    found = row.term_set()
+    if policy.subject_terms and row.metadata_json:
+        subject = declared_subject(json.loads(row.metadata_json))
+        found = term_set(f"{subject} {row.content}") if subject else found
+    return stemmed(found) if policy.stem_terms else found
 
 
 class _Terms(NamedTuple):

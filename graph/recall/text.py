@@ -11,8 +11,11 @@ from __future__ import annotations
 import functools
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import Sequence
+
+import snowballstemmer
 
 _TOKEN_RE = re.compile(r"[a-z0-9]+")
 _STOPWORD_TEXT = (
@@ -72,6 +75,29 @@ def stored_terms(text: str) -> dict[str, object]:
     """What a claim stores of its text's analysis: sorted terms and names, and the analysis version."""
     all_terms, names = _analysed(text)
     return {"terms": sorted(all_terms), "names": sorted(names), "terms_v": TERMS_VERSION}
+
+
+_STEMMERS = threading.local()
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def stem(word: str) -> str:
+    """A word's English Snowball (Porter 2) stem: "camped", "camping" and "camps" are one term.
+
+    A question rarely repeats the inflection its answer was written in ("Where has she camped?" /
+    "we went camping"). The stemmer keeps state while it works, so each thread has its own; the
+    result is a pure function of the word."""
+    stemmer = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
+        stemmer = _STEMMERS.english = snowballstemmer.stemmer("english")
+    return str(stemmer.stemWord(word))
+
+
+@functools.lru_cache(maxsize=65536)
+def stemmed(found: frozenset[str]) -> frozenset[str]:
+    """Terms with every word replaced by its `stem`; identifier terms ("~…") are names and stay whole.
+    Memoised like `term_set` (a frozenset keeps its hash), as the same claims come back recall after recall."""
+    return frozenset(t if t.startswith("~") else stem(t) for t in found)
 
 
 def term_set(text: str) -> frozenset[str]:

@@ -37,3 +37,33 @@ def test_inflections_of_one_name_are_not_siblings_and_two_asked_names_are_not_ei
     assert not names_sibling(both, identifiers("Sterling Systems is rated BB+."))
     assert names_sibling(identifiers("Rating of Sterling Holdings?"), identifiers("Sterling Systems is rated BB+."))
 
+
+
+def _stems(text: str) -> frozenset[str]:
+    from graph.recall.text import stemmed
+
+    return stemmed(frozenset(terms(text)))
+
+
+def test_stems_join_inflections_of_a_word_and_nothing_else() -> None:
+    asked = _stems("Where has Melanie camped?")
+    assert "camp" in asked and asked & _stems("We went camping at the beach")
+    assert _stems("What did Caroline research?") & _stems("Researching adoption agencies")
+    assert _stems("The staging cluster runs 12 nodes") >= {"node", "cluster", "run"}
+    assert not _stems("the campus library") & asked  # a stem is a word's own, not any prefix
+    assert {"class", "bus"} <= _stems("a class of bus")  # not plurals
+    assert "~ravi alvarez" in _stems("We asked Ravi Alvarez")  # names stay whole
+    assert "camped" in terms("Where has Melanie camped?")  # recall's terms themselves are not stemmed
+
+
+def test_stemming_is_the_same_from_every_thread() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from graph.recall.text import stem
+
+    words = [f"{w}{suffix}" for w in ("camp", "paint", "research", "walk", "talk") for suffix in ("", "ed", "ing", "s")]
+    expected = [stem(w) for w in words]
+    stem.cache_clear()
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        got = list(pool.map(stem, words * 50))
+    assert got == expected * 50
