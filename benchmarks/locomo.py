@@ -369,6 +369,7 @@ DEFAULT_VARIANTS = ("prefix", "prefix+captions+context")
 # The router's ceiling (every stage it may switch off) and the router over it (graph.recall.router):
 # `--modes` picks them; they are not in the default run.
 _BEST = PALIMPSEST_MODES["palimpsest subject terms + source penalty 0.7"]
+_BEST_STEMS = PALIMPSEST_MODES["palimpsest subject terms + source penalty 0.7 + stems"]
 ROUTER_MODES: dict[str, dict[str, Any]] = {
     "palimpsest + PPR + round 2": {"graph_expansion": "ppr", "rounds": 2},
     "router: PPR + round 2": {"graph_expansion": "ppr", "router": "rules", "rounds": 2},
@@ -377,9 +378,9 @@ ROUTER_MODES: dict[str, dict[str, Any]] = {
     "router: subject terms + source penalty 0.7 + PPR + round 2": {**_BEST, "graph_expansion": "ppr",
                                                                    "router": "rules", "rounds": 2},
     "palimpsest subject terms + source penalty 0.7 + stems + PPR + round 2": {
-        **_BEST, "stem_terms": True, "graph_expansion": "ppr", "rounds": 2},
+        **_BEST_STEMS, "graph_expansion": "ppr", "rounds": 2},
     "router: subject terms + source penalty 0.7 + stems + PPR + round 2": {
-        **_BEST, "stem_terms": True, "graph_expansion": "ppr", "router": "rules", "rounds": 2},
+        **_BEST_STEMS, "graph_expansion": "ppr", "router": "rules", "rounds": 2},
 }
 TUNE_MODES: dict[str, dict[str, Any]] = {
     "palimpsest rrf": {"fusion": "rrf"},

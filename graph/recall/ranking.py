@@ -26,7 +26,6 @@ from graph.recall.text import (
     pool_idf,
     stemmed,
     term_set,
-    terms,
     weighted_lexical,
 )
 from graph.similarity import cosine_from_index
@@ -68,7 +67,7 @@ def rank(rows: Iterable[ClaimRow], similarity: Mapping[str, float], query: str, 
     lenders = lenders or {}
     if graph is not None and policy.graph_weight > 0 and policy.ppr_protect_top > 0:
         return _protected(candidates, similarity, query, policy, reference, lenders, graph, limit, explain)
-    qterms = set(stemmed(frozenset(terms(query)))) if policy.stem_terms else set(terms(query))
+    qterms = set(stemmed(term_set(query)) if policy.stem_terms else term_set(query))
     present = {r.id: lexical_terms(r, policy) for r in candidates}
     idf = pool_idf([present[r.id] for r in candidates], qterms, policy.identifier_boost)
     lexical = {r.id: stable_round(weighted_lexical(idf, present[r.id])) for r in candidates}
