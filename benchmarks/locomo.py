@@ -381,6 +381,9 @@ ROUTER_MODES: dict[str, dict[str, Any]] = {
         **_BEST_STEMS, "graph_expansion": "ppr", "rounds": 2},
     "router: subject terms + source penalty 0.7 + stems + PPR + round 2": {
         **_BEST_STEMS, "graph_expansion": "ppr", "router": "rules", "rounds": 2},
+    # Without PPR (it costs recall on conversations): the router only decides the rounds.
+    "palimpsest subject terms + source penalty 0.7 + stems + round 2": {**_BEST_STEMS, "rounds": 2},
+    "router: subject terms + source penalty 0.7 + stems + round 2": {**_BEST_STEMS, "router": "rules", "rounds": 2},
 }
 TUNE_MODES: dict[str, dict[str, Any]] = {
     "palimpsest rrf": {"fusion": "rrf"},

@@ -285,6 +285,8 @@ FACT_MODES: dict[str, dict[str, Any]] = {
 ROUTED: dict[str, dict[str, Any]] = {
     "router: hybrid+ppr": {**CHOSEN, "router": "rules"},
     "router: hybrid+ppr +round 2": {**CHOSEN, "router": "rules", "rounds": 2},
+    # Over the best two-round policy, which runs no PPR: the router only decides the rounds.
+    "router: hybrid-nosib +round 2": {"sibling_penalty": 1.0, "router": "rules", "rounds": 2},
 }
 GRID: dict[str, dict[str, Any]] = {
     "ppr-default": {"graph_expansion": "ppr"},
