@@ -13,7 +13,10 @@ Why it is built this way:
   nothing, or (policy `ask_stop_when_answered`) once the reader answered with a valid citation.
 * **Routed**: under a policy with a `router` (graph.recall.router), a question it finds neither
   multi-hop nor a comparison gets one round, and later rounds run the stages round 1's router chose
-  (pinned from round 1's packet), not a decision of their own on the expanded query.
+  (pinned from round 1's packet), not a decision of their own on the expanded query. In
+  `recall_rounds`, which always runs the later rounds a multi-hop question allows, the router leaves
+  the second hop to them and skips graph expansion ("router:later-rounds"); `ask` does not, because
+  whether a later round runs there depends on the reader's answer.
 * **Bounded**: at most `ask_rounds` rounds (≤ limits.MAX_ASK_ROUNDS), one reader call per round;
   the reader sees the fused items of the rounds so far, at most k per round.
 """
@@ -55,8 +58,9 @@ class Rounds:
     """The rounds of one question, all at round 1's revision, policy and projections_seq."""
 
     def __init__(self, mem: Memory, question: str, *, k: int | None, policy_version: str | None,
-                 as_of_revision: int | None, valid_at: datetime | date | str | None, explain: bool = False) -> None:
-        self.mem, self.question, self.explain = mem, question, explain
+                 as_of_revision: int | None, valid_at: datetime | date | str | None, explain: bool = False,
+                 later_rounds: bool = False) -> None:
+        self.mem, self.question, self.explain, self.later_rounds = mem, question, explain, later_rounds
         self.k, self.policy_version, self.as_of_revision, self.valid_at = k, policy_version, as_of_revision, valid_at
         self.rounds: list[RecallRound] = []
         self.policy: Policy | None = None
@@ -71,7 +75,8 @@ class Rounds:
         first = self.rounds[0].packet if self.rounds else None
         if first is None:
             packet = self.mem.recall(query, k=self.k, policy_version=self.policy_version,
-                                     as_of_revision=self.as_of_revision, valid_at=self.valid_at, explain=self.explain)
+                                     as_of_revision=self.as_of_revision, valid_at=self.valid_at, explain=self.explain,
+                                     later_rounds=self.later_rounds)
             self.policy, _ = policies.resolve_policy(self.mem.rt.driver, self.mem.namespace, packet.policy_version,
                                                      self.mem.rt.settings.database)
         else:
@@ -125,7 +130,7 @@ def recall_rounds(mem: Memory, query: str, *, rounds: int | None = None, k: int 
     `explain`, every round's packet explains itself (Memory.recall)."""
     wanted = check_rounds(rounds)
     state = Rounds(mem, query, k=k, policy_version=policy_version, as_of_revision=as_of_revision, valid_at=valid_at,
-                   explain=explain)
+                   explain=explain, later_rounds=wanted is None or wanted > 1)
     first = state.run(query.strip(), "question", [])
     state.question = first.query
     assert state.policy is not None

@@ -395,7 +395,7 @@ class Memory:
     def recall(self, query: str, *, k: int | None = None, policy_version: str | None = None,
                as_of_revision: int | None = None, valid_at: datetime | date | str | None = None,
                projections_seq: int | None = None, explain: bool = False,
-               pinned_route: Sequence[str] | None = None) -> ContextPacket:
+               pinned_route: Sequence[str] | None = None, later_rounds: bool = False) -> ContextPacket:
         """A context packet. Without `policy_version`, the namespace's default policy *at the revision
         served* (`set_default_policy`; `default-v1` until one is set): an as-of recall uses the default
         in effect then, so a later change of the default does not change an old revision's packet.
@@ -414,6 +414,8 @@ class Memory:
         run for this query, and the packet's `stages` says what it decided; `packet.router_cost` is what
         the LLM router's call cost. `pinned_route` (an earlier packet's `stages`) makes it decide as that
         packet did, without asking the rules or the model again: replay and later rounds use it.
+        `later_rounds`: the caller will run later rounds after this one (`recall_rounds` does), so a
+        question the router reads as multi-hop leaves its second hop to them and skips graph expansion.
 
         Example:
             >>> packet = memory.recall("where do backups go?", explain=True)
@@ -430,6 +432,8 @@ class Memory:
 
         if not isinstance(explain, bool):
             raise BadInputError("explain must be true or false", field="explain")
+        if not isinstance(later_rounds, bool):
+            raise BadInputError("later_rounds must be true or false", field="later_rounds")
         if pinned_route is not None and (isinstance(pinned_route, str)
                                          or not all(isinstance(s, str) for s in pinned_route)):
             raise BadInputError("pinned_route must be a list of stage names", field="pinned_route")
@@ -467,7 +471,7 @@ class Memory:
                                          field="k", limit=pol.max_k)
             if vector is None:
                 vector = self.rt.embedder.embed_query(text)
-            decision, cost = self._route(text, pol, pinned_route, asked)
+            decision, cost = self._route(text, pol, pinned_route, asked, later_rounds)
             pol = decision.policy if decision is not None else pol
             # The query's entity names seed PPR and the fact beam search (graph.recall.fact_source).
             phrases = (tuple(query_phrases(text)) if pol.graph_expansion == "ppr" or pol.fact_retrieval == "beam"
@@ -495,9 +499,11 @@ class Memory:
                             field="policy_version")
 
     def _route(self, text: str, pol: Policy, pinned_route: Sequence[str] | None,
-               asked: dict[str, tuple[RouteVerdict | None, RouterCost]]) -> tuple[Route | None, RouterCost | None]:
+               asked: dict[str, tuple[RouteVerdict | None, RouterCost]],
+               later_rounds: bool = False) -> tuple[Route | None, RouterCost | None]:
         """The router's decision for `text` under `pol` (None: the policy has no router), and the LLM
-        router's cost when it was asked. A pinned decision (an earlier packet's stages) is taken as it was."""
+        router's cost when it was asked. A pinned decision (an earlier packet's stages) is taken as it was,
+        later rounds included."""
         from extraction.router_llm import classify as classify_question
         from graph.recall import router as router_q
 
@@ -505,17 +511,18 @@ class Memory:
             return None, None
         held = router_q.pinned(pinned_route) if pinned_route else None
         if held is not None:
-            return router_q.decide(pol, held.features, held.how), None
+            return router_q.decide(pol, held.features, held.how, later_rounds=held.later_rounds), None
         if pol.router == "rules" or not pol.router_model:
-            return router_q.route(text, pol), None
+            return router_q.route(text, pol, later_rounds=later_rounds), None
         if pol.router_model not in asked:
             asked[pol.router_model] = classify_question(text, pol.router_model, self.rt.reader)
         verdict, cost = asked[pol.router_model]
         if verdict is None:
-            return router_q.decide(pol, router_q.features(text), "llm-unavailable"), cost
+            return router_q.decide(pol, router_q.features(text), "llm-unavailable", later_rounds=later_rounds), cost
         found = {router_q.MULTI_HOP: verdict.multi_hop, router_q.COMPARISON: verdict.comparison,
                  router_q.TEMPORAL: verdict.temporal}
-        return router_q.decide(pol, frozenset(f for f, on in found.items() if on), "llm"), cost
+        return router_q.decide(pol, frozenset(f for f, on in found.items() if on), "llm",
+                               later_rounds=later_rounds), cost
 
     def replay(self, fingerprint: str, *, explain: bool = False) -> ReplayResult:
         """The logged packet, and whether recomputing it at its revision gives the same fingerprint; with

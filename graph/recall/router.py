@@ -26,7 +26,12 @@ one direct hit, so graph expansion is skipped ("router:skip-ppr") and so are lat
 ("router:one-round") — unless the first round's top items name a bridge another claim is about (it
 declares it as its subject or opens with it: graph.rounds), which the wording of a question cannot
 show; a temporal question keeps near-duplicates (dedup skipped, "router:skip-dedup"): the same words
-said at two times are two events. The rest of the policy is untouched.
+said at two times are two events. A multi-hop question or a comparison that later rounds will follow
+(the caller says so: `recall_rounds`) reaches its second hop through them, so graph expansion is
+skipped there ("router:later-rounds", "router:skip-ppr"): PPR and the offline second round are two
+ways to the same hop, and on MuSiQue, the set the rules were written on, the rounds alone find at
+least as much as both together in every run (benchmarks/README.md, "The router over the best
+two-round policy"); on conversations PPR costs recall. The rest of the policy is untouched.
 
 The packet's `stages` records the decision first: "router:rules" (or "router:llm", or
 "router:llm-unavailable" when the model could not answer and the rules decided), the properties found
@@ -51,6 +56,7 @@ FEATURES: tuple[str, ...] = (MULTI_HOP, COMPARISON, TEMPORAL)  # the order they 
 HOW: tuple[str, ...] = ("rules", "llm", "llm-unavailable")
 SINGLE_HOP = "single-hop"
 SKIP_PPR, SKIP_DEDUP, ONE_ROUND = "skip-ppr", "skip-dedup", "one-round"
+LATER_ROUNDS = "later-rounds"  # the second hop is left to the later rounds the caller runs
 PREFIX = "router:"
 
 # Nouns that head an "of" phrase without naming a relation to resolve ("the name of …", "a kind of …").
@@ -215,8 +221,10 @@ class Route:
     features: frozenset[str]
 
 
-def decide(policy: Policy, found: frozenset[str] | set[str], how: str = "rules") -> Route:
-    """The stages for a question with properties `found` under `policy` (module docstring)."""
+def decide(policy: Policy, found: frozenset[str] | set[str], how: str = "rules", *,
+           later_rounds: bool = False) -> Route:
+    """The stages for a question with properties `found` under `policy` (module docstring); `later_rounds`:
+    the caller runs later rounds after this recall when the decision allows them."""
     if how not in HOW:
         raise ValueError(f"how must be one of {HOW}")
     props = frozenset(f for f in found if f in FEATURES)
@@ -225,8 +233,10 @@ def decide(policy: Policy, found: frozenset[str] | set[str], how: str = "rules")
     if not hop:
         stages.append(f"{PREFIX}{SINGLE_HOP}")
     update: dict[str, object] = {}
-    if not hop and policy.graph_expansion != "none":
+    if policy.graph_expansion != "none" and (not hop or later_rounds):
         update["graph_expansion"] = "none"
+        if hop:
+            stages.append(f"{PREFIX}{LATER_ROUNDS}")
         stages.append(f"{PREFIX}{SKIP_PPR}")
     if TEMPORAL in props and policy.dedup_jaccard is not None:
         update["dedup_jaccard"] = None
@@ -236,17 +246,20 @@ def decide(policy: Policy, found: frozenset[str] | set[str], how: str = "rules")
     return Route(policy.model_copy(update=update) if update else policy, hop, tuple(stages), props)
 
 
-def route(question: str, policy: Policy) -> Route:
+def route(question: str, policy: Policy, *, later_rounds: bool = False) -> Route:
     """The rules' decision for `question` ("router:llm-unavailable" for an LLM policy: graph calls no model)."""
-    return decide(policy, features(question), "rules" if policy.router != "llm" else "llm-unavailable")
+    return decide(policy, features(question), "rules" if policy.router != "llm" else "llm-unavailable",
+                  later_rounds=later_rounds)
 
 
 @dataclass(frozen=True)
 class Pinned:
-    """A decision read back from a packet's stages: how it was made and the properties it found."""
+    """A decision read back from a packet's stages: how it was made, the properties it found, and whether
+    it left the second hop to later rounds."""
 
     how: str
     features: frozenset[str]
+    later_rounds: bool = False
 
 
 def pinned(stages: Sequence[str]) -> Pinned | None:
@@ -255,7 +268,7 @@ def pinned(stages: Sequence[str]) -> Pinned | None:
     if how is None:
         return None
     return Pinned(how, frozenset(s[len(PREFIX):] for s in stages if s.startswith(PREFIX)
-                                 and s[len(PREFIX):] in FEATURES))
+                                 and s[len(PREFIX):] in FEATURES), f"{PREFIX}{LATER_ROUNDS}" in stages)
 
 
 def allows_rounds(stages: Sequence[str]) -> bool:
@@ -269,5 +282,5 @@ def routed(req: RecallRequest, decision: Route) -> RecallRequest:
     return replace(req, policy=decision.policy, route=decision.stages)
 
 
-__all__ = ["COMPARISON", "FEATURES", "HOW", "MULTI_HOP", "TEMPORAL", "Pinned", "Route", "allows_rounds", "decide",
-           "features", "hops", "is_copular", "pinned", "relations", "route", "routed"]
+__all__ = ["COMPARISON", "FEATURES", "HOW", "LATER_ROUNDS", "MULTI_HOP", "TEMPORAL", "Pinned", "Route",
+           "allows_rounds", "decide", "features", "hops", "is_copular", "pinned", "relations", "route", "routed"]

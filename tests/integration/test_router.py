@@ -105,9 +105,16 @@ def test_later_rounds_follow_round_one(runtime: Any, driver: Any, namespace: str
     hop = memory.recall_rounds(MULTI_HOP, policy_version="routed", rounds=2)
     assert len(hop.rounds) == 2
     first, second = (r.packet for r in hop.rounds)
-    # round 2's expanded query is not re-routed: it runs the stages round 1's router chose, and replays so
-    assert second.query != MULTI_HOP and second.stages == first.stages == ["router:rules", "router:multi-hop", "ppr"]
-    assert memory.replay(second.fingerprint).matches
+    # The rounds reach the second hop, so round 1 skips graph expansion; round 2's expanded query is not
+    # re-routed: it runs the stages round 1's router chose, and both replay so.
+    routed = ["router:rules", "router:multi-hop", "router:later-rounds", "router:skip-ppr"]
+    assert second.query != MULTI_HOP and second.stages == first.stages == routed
+    memory.register_policy({"version": "hybrid", **PPR, "graph_expansion": "none"})
+    assert _ranked(first) == _ranked(memory.recall(MULTI_HOP, policy_version="hybrid"))
+    assert memory.replay(first.fingerprint).matches and memory.replay(second.fingerprint).matches
+    # one round asked for: no later rounds to leave the hop to, so PPR runs as in a single recall
+    alone = memory.recall_rounds(MULTI_HOP, policy_version="routed", rounds=1)
+    assert [r.packet.stages for r in alone.rounds] == [["router:rules", "router:multi-hop", "ppr"]]
 
 
 def _counted(answer: Any) -> tuple[Callable[..., Any], list[dict[str, Any]]]:

@@ -125,6 +125,29 @@ def test_a_decision_reads_back_from_the_stages_it_wrote() -> None:
     assert router.pinned(["ppr", "dedup"]) is None and router.allows_rounds(["ppr"])
 
 
+def test_later_rounds_take_the_second_hop_instead_of_graph_expansion() -> None:
+    hop = router.route("When was the director of Titanic born?", FULL, later_rounds=True)
+    assert hop.policy.graph_expansion == "none" and hop.rounds
+    assert hop.stages == ("router:rules", "router:multi-hop", "router:temporal", "router:later-rounds",
+                          "router:skip-ppr", "router:skip-dedup")
+    assert hop.policy.model_dump(exclude={"graph_expansion", "dedup_jaccard"}) == FULL.model_dump(
+        exclude={"graph_expansion", "dedup_jaccard"})
+    # a comparison too; a one-hop question skips PPR anyway, and says nothing about later rounds
+    assert router.route("Were Ravel and Satie both French?", FULL, later_rounds=True).stages == (
+        "router:rules", "router:comparison", "router:later-rounds", "router:skip-ppr")
+    assert router.route("Who directed Titanic?", FULL, later_rounds=True) == router.route("Who directed Titanic?", FULL)
+    # nothing to skip without PPR: the stages stay those of a single recall
+    bare = Policy(version="bare", router="rules")
+    assert router.route("Were A and B both tall?", bare, later_rounds=True) == router.route("Were A and B both tall?",
+                                                                                          bare)
+    # the decision reads back from its stages, later rounds included
+    held = router.pinned([*hop.stages, "dedup"])
+    assert held is not None and held.later_rounds
+    assert router.decide(FULL, held.features, held.how, later_rounds=held.later_rounds) == hop
+    plain = router.pinned(router.route("Were A and B both tall?", FULL).stages)
+    assert plain is not None and not plain.later_rounds
+
+
 def test_an_llm_policy_decided_by_the_rules_says_so() -> None:
     llm = Policy(version="llm", router="llm", router_model="gpt-4o-mini")
     assert router.route("Who directed Titanic?", llm).stages[0] == "router:llm-unavailable"
