@@ -26,13 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from extraction.llm_client import json_client, price
+from extraction.llm_client import LazyClient, RateLimiter, price
 from schema.errors import UnavailableError
 
-# For annotations only: the limiter's module brings the whole contradiction package (its detectors) with it,
-# which a process that builds no Reader (`palimpsest history`, through Runtime's ReaderOptions) need not load.
 if TYPE_CHECKING:
-    from extraction.contradiction.llm import RateLimiter
     from schema.ask import FusedItem, ReaderCost
 
 log = logging.getLogger(__name__)
@@ -115,24 +112,17 @@ class Reader:
                  limiter: RateLimiter | None = None) -> None:
         if not model:
             raise ValueError("the reader needs a model (policy.reader_model or llm_model)")
-        from extraction.contradiction.llm import RateLimiter
-
         self.model = model
         self.options = options or ReaderOptions()
         self.limiter = limiter or RateLimiter(self.options.max_calls_per_second)
-        self._client: Any = None
-
-    def _get_client(self) -> Any:
-        if self._client is None:
-            self._client = json_client(self.options.completion)
-        return self._client
+        self._client = LazyClient(self.options.completion)
 
     def read(self, question: str, items: Sequence[FusedItem], thoughts: Sequence[str], cost: ReaderCost) -> Reading:
         """One call: the verdict on `items`, its citations checked; `cost` is updated in place."""
         self.limiter.acquire()
         cost.calls += 1
         try:
-            verdict, raw = self._get_client().chat.completions.create_with_completion(
+            verdict, raw = self._client.get().chat.completions.create_with_completion(
                 model=self.model, response_model=ReaderVerdict, max_retries=self.options.max_retries,
                 timeout=self.options.timeout, temperature=self.options.temperature,
                 messages=[{"role": "system", "content": SYSTEM_PROMPT},

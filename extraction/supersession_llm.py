@@ -20,8 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from extraction.contradiction.llm import RateLimiter
-from extraction.llm_client import json_client, price
+from extraction.llm_client import LazyClient, RateLimiter, price
 from extraction.supersession import ClaimView, Judgement
 
 log = logging.getLogger(__name__)
@@ -95,12 +94,7 @@ class LlmSupersessionJudge:
         self.model = model
         self.options = options or LlmInferenceOptions()
         self.limiter = limiter or RateLimiter(self.options.max_calls_per_second)
-        self._client: Any = None
-
-    def _get_client(self) -> Any:
-        if self._client is None:
-            self._client = json_client(self.options.completion)
-        return self._client
+        self._client = LazyClient(self.options.completion)
 
     def _cost(self, raw: Any) -> float | None:
         return price(raw, self.model)
@@ -114,7 +108,7 @@ class LlmSupersessionJudge:
             self.limiter.acquire()
             out.calls += 1
             try:
-                answer, raw = self._get_client().chat.completions.create_with_completion(
+                answer, raw = self._client.get().chat.completions.create_with_completion(
                     model=self.model, response_model=PairVerdicts, max_retries=self.options.max_retries,
                     timeout=self.options.timeout,
                     messages=[{"role": "system", "content": SYSTEM_PROMPT},

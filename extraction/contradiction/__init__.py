@@ -12,9 +12,10 @@ from extraction.contradiction.job import (
     JobResult,
     detect_contradictions,
 )
-from extraction.contradiction.llm import LlmJudge, RateLimiter
+from extraction.contradiction.llm import LlmJudge
 from extraction.contradiction.nli import NliDetector
 from extraction.contradiction.types import Detector, DetectorUnavailableError, Label, TextPair, Verdict
+from extraction.llm_client import RateLimiter
 
 __all__ = [
     "Detector", "DetectorFactory", "DetectorOptions", "DetectorReport", "DetectorUnavailableError",

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extraction.contradiction.heuristic import HeuristicDetector
-from extraction.contradiction.llm import LlmJudge, RateLimiter
+from extraction.contradiction.llm import LlmJudge
 from extraction.contradiction.nli import NliDetector
 from extraction.contradiction.types import Detector, DetectorUnavailableError, TextPair, Verdict
+from extraction.llm_client import RateLimiter
 from schema.models import ContradictionSettings
 
 log = logging.getLogger(__name__)

@@ -13,15 +13,13 @@ which the job runner reports while the other detectors carry on.
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from extraction.contradiction.types import DetectorUnavailableError, TextPair, Verdict
-from extraction.llm_client import json_client
+from extraction.llm_client import LazyClient, RateLimiter
 
 METHOD = "llm"
 log = logging.getLogger(__name__)
@@ -47,31 +45,6 @@ class Judgements(BaseModel):
     verdicts: list[PairJudgement]
 
 
-class RateLimiter:
-    """At most `per_second` calls per second, by spacing calls; None or 0 means unlimited.
-
-    Clock and sleep are injectable so tests can check the spacing without waiting.
-    """
-
-    def __init__(self, per_second: float | None, *, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        self.interval = 1.0 / per_second if per_second else 0.0
-        self._clock, self._sleep = clock, sleep
-        self._next = float("-inf")
-        self._lock = threading.Lock()
-
-    def acquire(self) -> None:
-        if self.interval <= 0:
-            return
-        with self._lock:
-            now = self._clock()
-            wait = self._next - now
-            if wait > 0:
-                self._sleep(wait)
-                now += wait
-            self._next = now + self.interval
-
-
 def format_pairs(pairs: Sequence[TextPair]) -> str:
     return "\n".join(f"Pair {i}:\n  A: {p.older}\n  B: {p.newer}" for i, p in enumerate(pairs))
 
@@ -95,17 +68,12 @@ class LlmJudge:
         self.completion_kwargs = dict(completion_kwargs or {})
         self.limiter = limiter or RateLimiter(max_calls_per_second)
         self.calls = 0
-        self._client: Any = None
-
-    def _get_client(self) -> Any:
-        if self._client is None:
-            self._client = json_client()
-        return self._client
+        self._client = LazyClient()
 
     def _call(self, chunk: Sequence[TextPair]) -> Judgements:
         self.limiter.acquire()
         self.calls += 1
-        result: Judgements = self._get_client().chat.completions.create(
+        result: Judgements = self._client.get().chat.completions.create(
             model=self.model, response_model=Judgements, max_retries=self.max_retries, timeout=self.timeout,
             messages=[{"role": "system", "content": SYSTEM_PROMPT},
                       {"role": "user", "content": format_pairs(chunk)}],

@@ -38,7 +38,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from extraction.contradiction.llm import RateLimiter
 from extraction.entities.extractor import ExtractorOptions, Mention, declared_subjects
 from extraction.entities.extractors import (
     MAX_OBJECT_CHARS,
@@ -51,7 +50,7 @@ from extraction.entities.extractors import (
 from extraction.entities.job import ClaimText, LinkResult, Proposal, link_and_propose
 from extraction.entities.matcher import EntityMatcher
 from extraction.entities.normalize import canonical, is_value
-from extraction.llm_client import json_client, price
+from extraction.llm_client import LazyClient, RateLimiter, price
 
 log = logging.getLogger(__name__)
 
@@ -161,14 +160,9 @@ class LlmExtractor:
         self.limiter = limiter or RateLimiter(self.options.max_calls_per_second)
         self.calls = 0
         self.cost_usd = 0.0
-        self._client: Any = None
+        self._client = LazyClient(self.options.completion)
 
     # ------------------------------------------------------------------------ model calls
-    def _get_client(self) -> Any:
-        if self._client is None:
-            self._client = json_client(self.options.completion)
-        return self._client
-
     def _price(self, raw: Any) -> float | None:
         return price(raw, self.model)
 
@@ -189,7 +183,7 @@ class LlmExtractor:
         out.calls += 1
         opts = self.options
         try:
-            answer, raw = self._get_client().chat.completions.create_with_completion(
+            answer, raw = self._client.get().chat.completions.create_with_completion(
                 model=self.model, response_model=LlmExtraction, max_retries=opts.max_retries, timeout=opts.timeout,
                 messages=[{"role": "system", "content": SYSTEM_PROMPT},
                           {"role": "user", "content": format_claims(chunk, opts.max_chars_per_claim)}],

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from api.worker import WorkerConfig
-from extraction.contradiction.llm import RateLimiter
 from extraction.entities import (
     ClaimText,
     KnownEntity,
@@ -24,6 +23,7 @@ from extraction.entities import (
     LlmExtractorOptions,
     build_matcher,
 )
+from extraction.llm_client import RateLimiter
 from graph.facts import packet_beliefs
 from schema.models import DEFAULT_POLICY, Policy
 
