@@ -627,6 +627,10 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--llm-rps", type=float, default=2.0, help="reader calls per second at most (default 2)")
     p.add_argument("--torch-threads", type=int, default=1,
                    help="torch intra-op threads (0 = torch default); 1 is faster on a contended 2-core box")
+    p.add_argument("--rerank-model", default=None,
+                   help="also run the chosen modes with this CrossEncoder (a name or a local directory) reranking "
+                        "their top --rerank-top (policy rerank: cross-encoder)")
+    p.add_argument("--rerank-top", type=int, default=50, help="candidates the cross-encoder rescores (default 50)")
     p.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS_DIR)
     p.add_argument("--out", default=RESULT_NAME, help=f"file name under --results-dir (default {RESULT_NAME})")
     p.add_argument("--merge", type=Path, nargs="+", default=None, metavar="RESULT",
@@ -671,6 +675,9 @@ def run(argv: Sequence[str] | None = None, *, reader: ReaderOptions | None = Non
     modes = {n: known[n] for n in args.modes} if args.modes else dict(PALIMPSEST_MODES)
     if args.tune:
         modes |= TUNE_MODES
+    if args.rerank_model:
+        rerank = {"rerank": "cross-encoder", "rerank_model": args.rerank_model, "rerank_top": args.rerank_top}
+        modes |= {f"{name} + rerank": {**knobs, **rerank} for name, knobs in list(modes.items())}
     rt = Runtime.from_env()
     info = rt.info()
     variants = list(dict.fromkeys(args.variants or [parse_variant(v) for v in DEFAULT_VARIANTS]))

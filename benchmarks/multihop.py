@@ -288,6 +288,8 @@ ROUTED: dict[str, dict[str, Any]] = {
     # Over the best two-round policy, which runs no PPR: the router only decides the rounds.
     "router: hybrid-nosib +round 2": {"sibling_penalty": 1.0, "router": "rules", "rounds": 2},
 }
+# The modes `--rerank-model` also runs with the cross-encoder over their fused top (graph/recall/rerank.py).
+RERANKED = ("hybrid-nosib", "hybrid+ppr", "hybrid-nosib +round 2", "router: hybrid-nosib +round 2")
 GRID: dict[str, dict[str, Any]] = {
     "ppr-default": {"graph_expansion": "ppr"},
     "ppr-rrf": {"graph_expansion": "ppr", "fusion": "rrf"},
@@ -367,6 +369,10 @@ def main(argv: list[str] | None = None) -> int:
                          "environment) and add the fact retrieval modes; without it no facts exist to retrieve")
     ap.add_argument("--router", action="store_true",
                     help="also run the best modes under the rules router (policy router: rules)")
+    ap.add_argument("--rerank-model", default=None,
+                    help="also run the best modes with this CrossEncoder (a name or a local directory) reranking "
+                         "their top --rerank-top (policy rerank: cross-encoder)")
+    ap.add_argument("--rerank-top", type=int, default=20, help="candidates the cross-encoder rescores (default 20)")
     ap.add_argument("--out", type=Path, default=DEFAULT_RESULTS_DIR / "multihop-latest.json")
     ap.add_argument("--namespace-prefix", default="bench-multihop",
                     help="namespaces are <prefix>-<dataset>-<random>, so runs can share a server")
@@ -385,6 +391,9 @@ def main(argv: list[str] | None = None) -> int:
         base |= {f"{name} stems": {**knobs, "stem_terms": True} for name, knobs in base.items()}
     if args.llm_model:
         base |= FACT_MODES
+    if args.rerank_model:
+        rerank = {"rerank": "cross-encoder", "rerank_model": args.rerank_model, "rerank_top": args.rerank_top}
+        base |= {f"{name} +rerank": {**base[name], **rerank} for name in RERANKED if name in base}
     base = {name: _supported(knobs) for name, knobs in base.items()}
     loaders = {"musique": load_musique, "hotpotqa": load_hotpotqa}
     results = []

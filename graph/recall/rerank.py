@@ -6,8 +6,9 @@ query's words from one that answers it. It is a policy choice (`rerank`, `rerank
 `rerank_top`), applied to the fused top `rerank_top`:
 
 * `cross-encoder` — a sentence-transformers `CrossEncoder` by name or local path, one batch of
-  (query, claim) pairs; its score (rounded to six decimals, so float noise between batches cannot
-  reorder items) replaces the fused score on those items;
+  (query, claim) pairs, the claim as its vector was computed from ("subject: content", `rerank_text`);
+  its score (rounded to six decimals, so float noise between batches cannot reorder items) replaces
+  the fused score on those items;
 * `llm` — one chat-model call through litellm + instructor with the query and the candidates' texts,
   returning a typed ordering of their ids (graph.recall.rerank_llm); an item's score is its place in
   that order, (N − position) / N.
@@ -35,6 +36,7 @@ from typing import Any, NamedTuple
 from graph.recall.ranking import stable_round
 from schema.load_once import LoadOnce
 from schema.models import PacketItem, Policy, ScoreExplanation, ScoreRerank
+from schema.subjects import embedded_subject, embedding_text
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +136,13 @@ def order_scores(order: Sequence[int], n: int) -> list[float]:
     return scores
 
 
+def rerank_text(item: PacketItem) -> str:
+    """What a cross-encoder reads of an item: the text its vector was computed from ("subject: content"
+    when a subject was declared and the content does not open with it, schema.subjects), so the model
+    sees the title a passage names its subject in, as the embedder did."""
+    return embedding_text(item.content, embedded_subject(item.content, item.metadata))
+
+
 def rerank(query: str, items: Sequence[PacketItem], policy: Policy,
            options: RerankOptions | None = None) -> Reranked:
     """The fused list with its top `policy.rerank_top` rescored by the policy's reranker."""
@@ -144,7 +153,7 @@ def rerank(query: str, items: Sequence[PacketItem], policy: Policy,
     model = policy.rerank_model or ""
     try:
         if policy.rerank == "cross-encoder":
-            scores = cross_encoder_scores(model, query, [it.content for it in head], options)
+            scores = cross_encoder_scores(model, query, [rerank_text(it) for it in head], options)
         else:
             from graph.recall.rerank_llm import llm_order
 
@@ -169,4 +178,4 @@ def _rescored(item: PacketItem, score: float, method: str, model: str) -> Packet
 
 
 __all__ = ["DEFAULT_OPTIONS", "RerankOptions", "RerankUnavailableError", "Reranked", "configure",
-           "cross_encoder_scores", "load_cross_encoder", "order_scores", "process_options", "rerank"]
+           "cross_encoder_scores", "load_cross_encoder", "order_scores", "process_options", "rerank", "rerank_text"]

@@ -1,8 +1,9 @@
 """The LLM reranker: one chat-model call orders the top candidates by how well they answer the query.
 
 Through litellm and instructor in JSON mode, validated against `RerankOrder` (mockable with litellm's
-`mock_response`), as the project's other LLM judges are. The candidates are shown numbered, and the
-model answers with the numbers in order, best first: numbers are short and cannot be misspelt into
+`mock_response`), as the project's other LLM judges are. The candidates are shown numbered, each as its
+vector was computed from ("subject: content", graph.recall.rerank.rerank_text), and the model answers
+with the numbers in order, best first: numbers are short and cannot be misspelt into
 another claim's id. Numbers out of range or repeated are dropped; candidates it leaves out follow in
 fused order (graph.recall.rerank.order_scores). Any failure — provider, network, an answer that does
 not validate — is a `RerankUnavailableError`, which the stage turns into "no rerank".
@@ -16,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from graph.recall.rerank import RerankOptions, RerankUnavailableError
+from graph.recall.rerank import RerankOptions, RerankUnavailableError, rerank_text
 from schema.limits import MAX_RERANK_TOP
 from schema.models import PacketItem
 
@@ -33,7 +34,7 @@ class RerankOrder(BaseModel):
 
 def user_prompt(query: str, items: Sequence[PacketItem]) -> str:
     lines = [f"Question: {query}", "", "Claims:"]
-    lines += [f"[{n}] {it.content[:MAX_CLAIM_CHARS]}" for n, it in enumerate(items, start=1)]
+    lines += [f"[{n}] {rerank_text(it)[:MAX_CLAIM_CHARS]}" for n, it in enumerate(items, start=1)]
     return "\n".join(lines)
 
 

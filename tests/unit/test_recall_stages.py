@@ -17,6 +17,7 @@ from graph.recall.rerank import (
     load_cross_encoder,
     order_scores,
     rerank,
+    rerank_text,
 )
 from graph.recall.rerank_llm import llm_order
 from graph.recall.text import term_set
@@ -143,6 +144,24 @@ def test_the_llm_reranker_orders_by_one_typed_call() -> None:
     assert [it.score for it in out.items[:3]] == [1.0, pytest.approx(2 / 3), pytest.approx(1 / 3)]
     assert len(calls) == 1 and "[3] The ledger-api rate limit" in calls[0]["messages"][1]["content"]
     assert llm_order("gpt-4o-mini", "q", RANKED[:3], options) == [2, 0]
+
+
+def test_a_reranker_reads_the_declared_subject_as_the_embedder_did() -> None:
+    titled = RANKED[4].model_copy(update={"metadata": {"subject": "Retention policy"}})
+    opens = RANKED[0].model_copy(update={"metadata": {"title": "backups"}})  # the content already opens with it
+    assert rerank_text(titled) == "Retention policy: Backups are kept for seven years"
+    assert rerank_text(opens) == opens.content and rerank_text(RANKED[2]) == RANKED[2].content
+    calls: list[dict[str, Any]] = []
+
+    def completion(**kwargs: Any) -> Any:
+        import litellm
+
+        calls.append(kwargs)
+        return litellm.completion(**kwargs)
+
+    options = RerankOptions(completion=completion, completion_kwargs={"mock_response": json.dumps({"order": [2]})})
+    llm_order("gpt-4o-mini", "how long are backups kept?", [opens, titled], options)
+    assert "[2] Retention policy: Backups are kept" in calls[0]["messages"][1]["content"]
 
 
 def test_an_llm_reranker_that_fails_degrades_to_the_fused_ranking() -> None:
