@@ -497,6 +497,7 @@ def run_conversation(rt: Runtime, conv: Conversation, variant: Variant, modes: d
 
     from api.memory import Memory
     from api.worker import ProjectionWorker, WorkerConfig
+    from benchmarks.rerank_required import require_rerank
     from graph.maintenance import drop_namespace
     from schema.ask import ReaderCost
     from schema.errors import UnavailableError
@@ -557,13 +558,18 @@ def run_conversation(rt: Runtime, conv: Conversation, variant: Variant, modes: d
             fingerprints: list[Any] = []
 
             def palimpsest(q: Question, version: str | None = version, rounds: Any = rounds,
-                           fingerprints: list[Any] = fingerprints) -> list[str]:
+                           fingerprints: list[Any] = fingerprints, name: str = name,
+                           reranks: bool = knobs.get("rerank", "none") != "none") -> list[str]:
                 if rounds:
                     multi = mem.recall_rounds(q.question, policy_version=version, k=K, rounds=int(rounds))
                     fingerprints.append(tuple(r.packet.fingerprint for r in multi.rounds))
+                    if reranks:
+                        require_rerank(name, (r.packet for r in multi.rounds))
                     return [turn_of[it.id] for it in multi.items]
                 packet = mem.recall(q.question, policy_version=version, k=K)
                 fingerprints.append(packet.fingerprint)
+                if reranks:
+                    require_rerank(name, [packet])
                 return [turn_of[it.id] for it in packet.items]
 
             measure(name, palimpsest)

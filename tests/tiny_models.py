@@ -13,7 +13,9 @@ def save_tiny_bert(out: Path, words: Sequence[str], id2label: dict[int, str], *,
     import torch
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
-    tok = BertTokenizer(vocab={w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words])})
+    # Once each: a repeated word would leave an id past the vocabulary's size (an out-of-range embedding).
+    vocab = dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words])
+    tok = BertTokenizer(vocab={w: i for i, w in enumerate(vocab)})
     cfg = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                      intermediate_size=64, max_position_embeddings=max_positions, num_labels=len(id2label),
                      id2label=id2label, label2id={v: k for k, v in id2label.items()})

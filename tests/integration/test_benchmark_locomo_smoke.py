@@ -26,6 +26,8 @@ from benchmarks.locomo import (
     run,
     token_f1,
 )
+from benchmarks.rerank_required import RerankNotRunError
+from tests.tiny_models import save_tiny_bert
 
 pytestmark = pytest.mark.integration
 
@@ -136,6 +138,30 @@ def test_baselines_rank_totally() -> None:
     assert rrf([[0, 1, 2], [2, 1, 0]]) == [0, 2, 1]  # 0 and 2 tie; the lower index first
     assert token_f1("The river", "river") == 1.0 and token_f1("", "x") == 0.0
     assert round(token_f1("Mrs Okafor", "Mrs Okafor; next month"), 3) == 0.667
+
+
+def test_rerank_modes_run_the_cross_encoder_or_stop_the_run(neo4j: Any, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--rerank-model` adds a "+ rerank" row per mode; a model that cannot score stops the run instead of
+    reporting the fused ranking under the reranker's name."""
+    monkeypatch.setenv("NEO4J_URI", neo4j.uri)
+    if neo4j.auth:
+        monkeypatch.setenv("NEO4J_USER", neo4j.auth[0])
+        monkeypatch.setenv("NEO4J_PASSWORD", neo4j.auth[1])
+    words = {w.strip(".,!?:").lower() for s, t in _SESSION_1 + _SESSION_2 for w in f"{s}: {t}".split()} - {""}
+    tiny = save_tiny_bert(tmp_path / "ranker", sorted(words), {0: "relevance"}, max_positions=512, seed=3)
+    data = write(tmp_path, fixture())
+    common = ["--data", str(data), "--variants", "prefix", "--modes", "palimpsest (default policy)",
+              "--results-dir", str(tmp_path), "--rerank-top", "9"]
+    r = run([*common, "--namespace-prefix", f"test-locomo-rr-{secrets.token_hex(4)}", "--rerank-model", str(tiny)])
+    modes = r["variants"]["prefix"]["modes"]
+    plain, reranked = modes["palimpsest (default policy)"], modes["palimpsest (default policy) + rerank"]
+    assert reranked["knobs"] == {"rerank": "cross-encoder", "rerank_model": str(tiny), "rerank_top": 9}
+    assert reranked["deterministic"] is True and reranked["metrics"]["all"]["r@25"] == 100.0
+    assert plain["knobs"] == {}
+    with pytest.raises(RerankNotRunError, match="could not score"):
+        run([*common, "--namespace-prefix", f"test-locomo-rr-{secrets.token_hex(4)}",
+             "--rerank-model", str(tmp_path / "no-such-model")])
 
 
 def test_locomo_benchmark_end_to_end(neo4j: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
