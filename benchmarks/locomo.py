@@ -271,9 +271,9 @@ def claims_of(conv: Conversation, variant: Variant) -> list[dict[str, Any]]:
 
 def indexed_text(item: dict[str, Any]) -> str:
     """The text a turn is represented by for the baselines: what Palimpsest embeds for it."""
-    from schema.subjects import embedded_subject, embedding_text
+    from schema.subjects import text_for_vector
 
-    return embedding_text(item["content"], embedded_subject(item["content"], item["metadata"]))
+    return text_for_vector(item["content"], item["metadata"])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -558,18 +558,15 @@ def run_conversation(rt: Runtime, conv: Conversation, variant: Variant, modes: d
             fingerprints: list[Any] = []
 
             def palimpsest(q: Question, version: str | None = version, rounds: Any = rounds,
-                           fingerprints: list[Any] = fingerprints, name: str = name,
-                           reranks: bool = knobs.get("rerank", "none") != "none") -> list[str]:
+                           fingerprints: list[Any] = fingerprints, name: str = name) -> list[str]:
                 if rounds:
                     multi = mem.recall_rounds(q.question, policy_version=version, k=K, rounds=int(rounds))
                     fingerprints.append(tuple(r.packet.fingerprint for r in multi.rounds))
-                    if reranks:
-                        require_rerank(name, (r.packet for r in multi.rounds))
+                    require_rerank(name, (r.packet for r in multi.rounds))
                     return [turn_of[it.id] for it in multi.items]
                 packet = mem.recall(q.question, policy_version=version, k=K)
                 fingerprints.append(packet.fingerprint)
-                if reranks:
-                    require_rerank(name, [packet])
+                require_rerank(name, [packet])
                 return [turn_of[it.id] for it in packet.items]
 
             measure(name, palimpsest)

@@ -226,7 +226,6 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
             r2, r5, times = [], [], []
             stable = True
             direct = 0  # questions a router sent down the single-hop path (no PPR, one round)
-            reranks = knobs.get("rerank", "none") != "none"
             for n, q in enumerate(ds.questions):
                 t = time.perf_counter()
                 if rounds:
@@ -238,8 +237,7 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
                             r.packet.fingerprint for r in multi.rounds] == [r.packet.fingerprint for r in redo.rounds]
                     ranked = [index_of[it.id] for it in multi.items]
                     direct += "router:single-hop" in multi.rounds[0].packet.stages
-                    if reranks:
-                        require_rerank(name, (r.packet for r in multi.rounds))
+                    require_rerank(name, (r.packet for r in multi.rounds))
                 else:
                     packet = mem.recall(q.question, policy_version=version, k=5)
                     times.append((time.perf_counter() - t) * 1000)
@@ -248,8 +246,7 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
                         stable = stable and packet.fingerprint == again.fingerprint
                     ranked = [index_of[it.id] for it in packet.items]
                     direct += "router:single-hop" in packet.stages
-                    if reranks:
-                        require_rerank(name, [packet])
+                    require_rerank(name, [packet])
                 r2.append(_recall_at(ranked, q.gold, 2))
                 r5.append(_recall_at(ranked, q.gold, 5))
             note = json.dumps(knobs, sort_keys=True) + (

@@ -3,7 +3,8 @@
 The rerank stage degrades to the fused ranking when its model cannot be loaded or called
 (`completeness.rerank_unavailable`, graph/recall/rerank.py): right for a service, wrong for a
 measurement, where a mistyped `--rerank-model` would report the fused ranking under the reranker's
-name. So the benchmarks pass every packet of a mode that asks for a rerank through `require_rerank`.
+name. So the benchmarks pass every packet through `require_rerank` (only a policy that asks for a
+rerank can set the flag, so other modes pass untouched).
 """
 
 from __future__ import annotations

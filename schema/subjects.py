@@ -44,4 +44,10 @@ def embedding_text(content: str, subject: str | None) -> str:
     return f"{subject}: {content}" if subject else content
 
 
-__all__ = ["SUBJECT_KEYS", "declared_subject", "embedded_subject", "embedding_text"]
+def text_for_vector(content: str, metadata: Mapping[str, Any]) -> str:
+    """The text a claim with this content and metadata is embedded from, for whatever must read the claim
+    as the embedder did (a reranker, a benchmark's baseline)."""
+    return embedding_text(content, embedded_subject(content, metadata))
+
+
+__all__ = ["SUBJECT_KEYS", "declared_subject", "embedded_subject", "embedding_text", "text_for_vector"]

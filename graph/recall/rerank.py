@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 from graph.recall.ranking import stable_round
 from schema.load_once import LoadOnce
 from schema.models import PacketItem, Policy, ScoreExplanation, ScoreRerank
-from schema.subjects import embedded_subject, embedding_text
+from schema.subjects import text_for_vector
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ def rerank_text(item: PacketItem) -> str:
     """What a cross-encoder reads of an item: the text its vector was computed from ("subject: content"
     when a subject was declared and the content does not open with it, schema.subjects), so the model
     sees the title a passage names its subject in, as the embedder did."""
-    return embedding_text(item.content, embedded_subject(item.content, item.metadata))
+    return text_for_vector(item.content, item.metadata)
 
 
 def rerank(query: str, items: Sequence[PacketItem], policy: Policy,
