@@ -88,7 +88,7 @@ def vector_hits(store: str, vector: str, fetch: str, uses: tuple[str, ...] = ())
         "MATCH (node:Claim {namespace: exact_ns}) WHERE node.embedding IS NOT NULL "
         f"WITH {scope}, node, vector.similarity.cosine(node.embedding, {vector}) AS score "
         # (LIMIT takes no variables; a slice does.)
-        f"ORDER BY score DESC, node.id WITH {scope}, collect([node, score]) AS ranked "
+        f"ORDER BY score DESC, node.content_hash, node.id WITH {scope}, collect([node, score]) AS ranked "
         f"UNWIND ranked[..{fetch}] AS hit RETURN hit[0] AS node, hit[1] AS score }} "
     )
 

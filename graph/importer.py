@@ -40,6 +40,7 @@ from neo4j.exceptions import ConstraintError
 from graph import claim_index
 from graph import export_format as fmt
 from graph.claim_index import namespace_label
+from graph.claim_order import content_hash
 from graph.errors import driver_errors
 from graph.maintenance import NAMESPACED_LABELS, drop_namespace
 from graph.store import vector_text
@@ -226,6 +227,8 @@ class _Importer:
             props["claims"] = int(props.get("claims") or 0) + self.plan.target_claims
         if kind in _ID_KINDS:
             props["id"] = self._id(kind, str(props["id"]))
+        if kind == "claim":  # derived from the content, and what recall's orders end in (graph.claim_order)
+            props["content_hash"] = content_hash(props["content"])
         if kind == "fact" and self.plan.mode != "copy":
             old_object = props.get("object_id")
             for name in ("subject_id", "object_id"):

@@ -6,7 +6,8 @@ and the fusion of the rounds' rankings.
   about that bridge. So the next query is the question plus, for the top `expansion_items` items
   of the round before, in rank order: the item's declared subject (metadata `subject` or `title`;
   policy `expansion_subjects`) and the other entities it MENTIONS, most specific first (fewest
-  mentioning claims; hubs beyond `ppr_max_degree` are skipped) — terms the question already
+  mentioning claims, then by name: an entity id is derived from its namespace; hubs beyond
+  `ppr_max_degree` are skipped) — terms the question already
   contains are not added again. When the router read the question as one hop ("router:one-round"),
   a second round still runs if another claim is *about* one of those bridges (declares it as its
   subject, or opens with its name): then the store holds what the first round could not have asked
@@ -17,7 +18,7 @@ and the fusion of the rounds' rankings.
 * **Fusion**: weighted reciprocal rank over the rounds (round 1 weight 1, later rounds
   `expansion_weight`), with ranks 1..`expansion_protect_top` kept as round 1 had them, so the
   direct hits stay on top and the later rounds fill the ranks below. Ties fall to the best rank in
-  any round, then the claim id: a total order.
+  any round, then the claim's content and id (graph.claim_order): a total order.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 
 from neo4j import Driver
 
+from graph.claim_order import tie_key
 from schema.ask import FusedItem
 from schema.models import ContextPacket, PacketItem, Policy
 
@@ -112,7 +114,7 @@ def expansion_terms(question: str, packet: ContextPacket, bridges: Sequence[Brid
         own = _words(subject) if subject else set()
         if subject and policy.expansion_subjects:
             add(subject)
-        for b in sorted(by_claim.get(item.id, []), key=lambda b: (b.df, b.entity_id)):
+        for b in sorted(by_claim.get(item.id, []), key=lambda b: (b.df, tie_key(b.name, b.entity_id))):
             # The item's own subject is what was found, not a bridge to what was not.
             if b.df <= policy.ppr_max_degree and _words(b.name) != own and add(b.name) and b.about:
                 anchored = True
@@ -148,7 +150,8 @@ def fuse(packets: Sequence[ContextPacket], policy: Policy, k: int) -> list[Fused
         score[cid] = round(total, 9)
     protected = [it.id for it in packets[0].items[:policy.expansion_protect_top]] if packets else []
     rest = sorted((cid for cid in ranks if cid not in set(protected)),
-                  key=lambda cid: (-score[cid], min(r for r in ranks[cid] if r is not None), cid))
+                  key=lambda cid: (-score[cid], min(r for r in ranks[cid] if r is not None),
+                                   tie_key(first[cid].content, cid)))
     order = [*protected, *rest][:k]
     return [FusedItem(id=cid, content=first[cid].content, source=first[cid].source,
                       metadata=first[cid].metadata, rank=n, score=score[cid], round_ranks=ranks[cid])

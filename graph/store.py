@@ -20,6 +20,7 @@ from neo4j import Driver, ManagedTransaction
 
 from graph import claim_index, temporal
 from graph.claim_index import namespace_label
+from graph.claim_order import content_hash
 from graph.revisions import Revision, bump, optional_datetime, to_py_datetime
 from graph.visibility import OPEN, from_micros, micros
 from schema.errors import ConflictError, ErasedError, NotFoundError
@@ -72,7 +73,7 @@ def input_hash(c: ClaimInput) -> str:
 
 def _legacy_same(r: Any, c: ClaimInput) -> bool:
     """For a claim written before `input_hash` was stored: same content, source, key and window."""
-    return (r["content_hash"] == hashlib.sha256(c.content.encode()).hexdigest() and r["source"] == c.source
+    return (r["content_hash"] == content_hash(c.content) and r["source"] == c.source
             and r["claim_key"] == c.claim_key and _same_instant(r["valid_from"], c.valid_from)
             and _same_instant(r["valid_to"], c.valid_to))
 
@@ -93,7 +94,7 @@ def _props(p: PreparedClaim, namespace: str) -> dict[str, Any]:
         "id": p.id,
         "namespace": namespace,
         "content": c.content,
-        "content_hash": hashlib.sha256(c.content.encode()).hexdigest(),
+        "content_hash": content_hash(c.content),
         "batch_index": p.index,  # order within one revision: a chain inside a batch stays in order
         "source": c.source,
         "metadata_json": json.dumps(c.metadata, sort_keys=True, separators=(",", ":")),

@@ -202,17 +202,18 @@ def _admitted_candidates(tx: ManagedTransaction, req: RecallRequest, need: int) 
     qset = set(terms(req.query))
     vfetch = vector_fetch(need) if policy.vector_weight > 0 else 0
     # BM25 scores move with every write to the namespace's index, so the text list is cut on an order
-    # that depends on the candidate's text alone instead — share of query terms present, then id —
+    # that depends on the candidate's text alone instead — share of query terms present, then content and id
+    # (graph.claim_order) —
     # over a fetch wide enough that the BM25 tail does not decide the cut.
     tfetch = max(need * 2, TEXT_MIN_FETCH) if lucene else 0
 
-    def by_score(r: ClaimRow) -> tuple[float, str]:
-        return -round(float(r.score or 0.0), 6), r.id
+    def by_score(r: ClaimRow) -> tuple[float, tuple[str, str]]:
+        return -round(float(r.score or 0.0), 6), r.tie_key()
 
-    def by_terms(r: ClaimRow) -> tuple[float, str]:
+    def by_terms(r: ClaimRow) -> tuple[float, tuple[str, str]]:
         # `hits` was counted by the statement on the stored analysis: the same share as analysing here.
         share = r.hits / len(qset) if r.hits is not None and qset else lexical_score(qset, r.term_set())
-        return -round(share, 6), r.id
+        return -round(share, 6), r.tie_key()
 
     adapt = True
     tcut = need * 2  # rows with a stored analysis shipped of the text answer; all of them if that falls short
@@ -242,7 +243,7 @@ def _admitted_candidates(tx: ManagedTransaction, req: RecallRequest, need: int) 
         adapt = False
 
 
-def _whole_text_order(got: IndexAnswers, order: Callable[[ClaimRow], tuple[float, str]], need: int,
+def _whole_text_order(got: IndexAnswers, order: Callable[[ClaimRow], tuple[float, tuple[str, str]]], need: int,
                       reference: datetime | None) -> list[ClaimRow] | None:
     """The text rows whose place in the cut order is known, in that order; None when they hold fewer
     than `need` visible claims although rows were left out (the caller ships them all instead).

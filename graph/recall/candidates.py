@@ -80,7 +80,8 @@ _VECTOR_PART = (
 # Without an index of its own, a namespace's text answer is its claims containing a query term as a word
 # (what the fulltext analyzer would match), most terms first; with one, the index's answer.
 # That answer is cut on the share of query terms a claim holds (recall's own analysis, not BM25). Claims
-# carrying their stored analysis are counted here and only the `$tcut` best — most query terms, then id —
+# carrying their stored analysis are counted here and only the `$tcut` best — most query terms, then content
+# hash and id (graph.claim_order) —
 # are shipped; the rest (no current stored analysis) are shipped whole and analysed in Python.
 # `termed` says how many were counted, so recall knows whether the shipped order is whole.
 # When the index's answer filled the fetch, the run of claims tied at its lowest BM25 score is left out
@@ -94,14 +95,14 @@ _TEXT_PART = (
     "WITH tf, node, score, CASE WHEN score IS NOT NULL THEN 1 "
     "  ELSE size([t IN $tokens WHERE node.content =~ ('(?is).*\\\\b' + t + '\\\\b.*')]) END AS hits "
     "WHERE hits > 0 AND (score IS NOT NULL OR node.revision <= rev) "
-    "WITH tf, node, score ORDER BY hits DESC, node.id "
+    "WITH tf, node, score ORDER BY hits DESC, node.content_hash, node.id "
     # (No grouping key: over no matches at all, the aggregation must still give its one row.)
     "WITH collect([node, score]) AS ranked, min(score) AS lowest WITH ranked[..tf] AS answer, lowest "
     "WITH answer, CASE WHEN size(answer) >= tf AND tf < $max_fetch THEN lowest END AS tied "
     "WITH size(answer) AS traw, [hit IN answer WHERE (tied IS NULL OR hit[1] IS NULL OR hit[1] > tied) "
     "  AND hit[0].revision <= rev | hit[0]] AS seen "
     "CALL (seen) { UNWIND seen AS node WITH node WHERE node.terms_v = $terms_v "
-    "  WITH node, size([t IN $qterms WHERE t IN node.terms]) AS qhits ORDER BY qhits DESC, node.id "
+    "  WITH node, size([t IN $qterms WHERE t IN node.terms]) AS qhits ORDER BY qhits DESC, node.content_hash, node.id "
     "  WITH collect([node, qhits]) AS counted RETURN size(counted) AS termed, counted[..$tcut] AS top } "
     "CALL (seen, top) { UNWIND top + [n IN seen WHERE n.terms_v IS NULL OR n.terms_v <> $terms_v | [n, null]] AS pick "
     f"  WITH pick[0] AS node, pick[1] AS qhits RETURN collect({_TEXT_ROW}) AS trows }} "

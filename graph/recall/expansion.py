@@ -60,7 +60,8 @@ def ppr_candidates(tx: ManagedTransaction, req: RecallRequest, pool: Pool, seq: 
     """
     policy = req.policy
     similarity = {cid: round(float(r.sim or 0.0), 6) for cid, r in pool.rows.items()}
-    top = sorted(pool.rows, key=lambda cid: (-similarity.get(cid, 0.0), cid))[: policy.ppr_seed_candidates]
+    top = sorted(pool.rows, key=lambda cid: (-similarity.get(cid, 0.0), pool.rows[cid].tie_key()))[
+        : policy.ppr_seed_candidates]
     walk = _walk(tx, req, held)
     query_ids, by_claim = walk.linked(seq, req.query_phrases, top)
     candidate_ids = sorted({e for ids in by_claim.values() for e in ids})

@@ -3,7 +3,8 @@
 Relevance fuses the vector list, the lexical list and (with graph expansion) the PPR list, by a
 convex combination of scores (`fusion: linear`) or by reciprocal rank fusion (`fusion: rrf`).
 A candidate that lends from hidden versions is judged by its best version's wording. Freshness
-decays with age at the reference time, never the wall clock. Every order ends in the claim id.
+decays with age at the reference time, never the wall clock. Every order ends in the claim's content
+hash and id (graph.claim_order).
 
 With `explain`, each item carries a `ScoreExplanation` built from the same `_Terms` its relevance was
 summed from (one list's numerator each, over one scale), so the explanation cannot drift from the
@@ -95,7 +96,7 @@ def rank(rows: Iterable[ClaimRow], similarity: Mapping[str, float], query: str, 
     # empty packet that says so beats k unrelated claims (e.g. when nothing was valid at the time asked).
     cut = {s.row.id for s in scored if s.relevance < policy.min_relevance}
     scored = [s for s in scored if s.row.id not in cut]
-    scored.sort(key=lambda s: (-s.score, -s.row.revision, s.row.id))
+    scored.sort(key=lambda s: (-s.score, -s.row.revision, s.row.tie_key()))
     items = [_item(s, rank, similarity, lexical, matched_via) for rank, s in enumerate(scored[:limit], start=1)]
     if explain:
         items = [it.model_copy(update={"explanation": _explanation(s, fusion, policy, similarity, own_lexical,

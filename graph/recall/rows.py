@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from graph.claim_order import tie_key
 from graph.recall import text
 from graph.revisions import optional_datetime
 from graph.visibility import HiddenReason, end_at, from_micros, hidden_reason
@@ -59,6 +60,11 @@ class ClaimRow:
     def term_set(self) -> frozenset[str]:
         """The claim's terms: stored, or (no current stored analysis) analysed from its content."""
         return self.terms if self.terms is not None else text.term_set(self.content)
+
+    def tie_key(self) -> tuple[str, str]:
+        """What decides between this claim and one that scores alike: its content, then its id
+        (graph.claim_order)."""
+        return tie_key(self.content, self.id)
 
     def identifiers(self) -> frozenset[str]:
         """The names the claim is about: stored, or analysed from its content."""
