@@ -348,6 +348,7 @@ class PolicyInput:
     rerank: str | None = None
     rerank_model: str | None = None
     rerank_top: int | None = None
+    sentence_weight: float | None = None
     dedup_jaccard: float | None = None
     subject_terms: bool | None = None
     stem_terms: bool | None = None

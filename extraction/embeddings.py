@@ -59,7 +59,8 @@ class Embedder:
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, device: str = "cpu", batch_size: int = 64,
-                 cache_size: int = 2048, verify: bool = True, lazy: bool = False) -> None:
+                 cache_size: int = 2048, text_cache_size: int = 8192, verify: bool = True,
+                 lazy: bool = False) -> None:
         path, is_default = resolve_model_path(model)
         self._path, self._is_default, self._device, self._verify = path, is_default, device, verify
         self.model_name = DEFAULT_MODEL if is_default else model
@@ -70,6 +71,9 @@ class Embedder:
         self.batch_size = batch_size
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
         self._cache_size = cache_size
+        # Texts recall stages read again and again (graph.recall.sentences), as float32 rows: ~1.5 kB each.
+        self._text_cache: OrderedDict[str, Any] = OrderedDict()
+        self._text_cache_size = text_cache_size
         self._lock = threading.Lock()
         if not lazy:
             self.load()
@@ -176,6 +180,30 @@ class Embedder:
                     )
                     out.update((text, [float(x) for x in row]) for text, row in zip(chunk, vectors, strict=False))
         return [out[t] for t in texts]
+
+    def embed_cached(self, texts: Sequence[str]) -> list[Any]:
+        """Vectors (float32 rows) of texts a recall stage reads again and again — the sentences of the
+        claims it reranks: `embed_stable`, so a text's vector does not depend on what else was asked with
+        it, and kept in an LRU of `text_cache_size` texts, so the same claims cost one embedding each."""
+        import numpy as np
+
+        found: dict[str, Any] = {}
+        with self._lock:
+            for t in texts:
+                hit = self._text_cache.get(t)
+                if hit is not None:
+                    self._text_cache.move_to_end(t)
+                    found[t] = hit
+        missing = sorted({t for t in texts if t not in found})
+        if missing:
+            fresh = {t: np.asarray(v, dtype=np.float32) for t, v in zip(missing, self.embed_stable(missing),
+                                                                          strict=True)}
+            found.update(fresh)
+            with self._lock:
+                self._text_cache.update(fresh)
+                while len(self._text_cache) > self._text_cache_size:
+                    self._text_cache.popitem(last=False)
+        return [found[t] for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
         """Queries repeat (agents ask the same thing); cache by text for this model."""

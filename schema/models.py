@@ -172,12 +172,16 @@ class Policy(BaseModel):
     # Stages after fusion (graph/recall/rerank.py, graph/recall/dedup.py), both off by default. `rerank`
     # rescores the top `rerank_top` of the fused ranking before the cut to k — a sentence-transformers
     # CrossEncoder (`rerank_model`: a name or a local path) or one batched chat-model call (`rerank_model`:
-    # a litellm model) — and its score replaces the fused one on those items. `dedup_jaccard` removes an
+    # a litellm model) — and its score replaces the fused one on those items; or `sentences`: the
+    # embedder reads each claim sentence by sentence, and the order of their best sentences is fused with
+    # the fused order, the sentence rank weighted `sentence_weight` (graph/recall/sentences.py; no
+    # `rerank_model`: the namespace's embedding model). `dedup_jaccard` removes an
     # item whose token Jaccard with a higher-ranked kept item is at least the threshold; the next
     # candidates fill the freed places.
-    rerank: Literal["none", "cross-encoder", "llm"] = "none"
+    rerank: Literal["none", "cross-encoder", "llm", "sentences"] = "none"
     rerank_model: str | None = Field(default=None, min_length=1, max_length=500)
     rerank_top: int = Field(default=20, ge=1, le=limits.MAX_RERANK_TOP)
+    sentence_weight: float = Field(default=1.0, gt=0, le=10)
     dedup_jaccard: float | None = Field(default=None, gt=0, le=1)
     # Fact retrieval (graph/recall/fact_source.py), off by default: "triples" makes the claims that
     # support the namespace's `fact_top` facts nearest the query (each embedded as "subject predicate
@@ -236,7 +240,7 @@ class Policy(BaseModel):
             raise ValueError("extractor 'llm' needs extractor_model (a litellm model name)")
         if self.inferred_judge == "llm" and not self.inferred_llm_model:
             raise ValueError("inferred_judge 'llm' needs inferred_llm_model (a litellm model name)")
-        if self.rerank != "none" and not self.rerank_model:
+        if self.rerank in ("cross-encoder", "llm") and not self.rerank_model:
             raise BadInputError(f"rerank {self.rerank!r} needs rerank_model (a CrossEncoder name or path, or a "
                                 "litellm model name)", field="rerank_model")
         if self.router == "llm" and not self.router_model:
@@ -261,7 +265,7 @@ class Policy(BaseModel):
 
 # Policy knobs added after policies were first stored: out of `content_hash` at their defaults.
 _OMITTED_AT_DEFAULT = ("fact_retrieval", "fact_top", "fact_beam", "fact_depth", "router", "router_model",
-                       "source_penalty", "stem_terms")
+                       "source_penalty", "stem_terms", "sentence_weight")
 DEFAULT_POLICY = Policy(version="default-v1")
 
 
@@ -416,9 +420,10 @@ class ScoreDecay(BaseModel):
 
 class ScoreRerank(BaseModel):
     """A reranker's verdict on an item: `score` replaced the fused score `replaced` (which had ranked it
-    `fused_rank`) as the item's score. Under `llm` the score is the model's order, (N − position) / N."""
+    `fused_rank`) as the item's score. Under `llm` the score is the model's order, (N − position) / N; under
+    `sentences` the fusion of the fused rank with the rank of the item's best sentence (graph.recall.sentences)."""
 
-    method: Literal["cross-encoder", "llm"]
+    method: Literal["cross-encoder", "llm", "sentences"]
     model: str
     score: float
     replaced: float

@@ -166,7 +166,8 @@ def _staged(req: RecallRequest, ranked: Ranked) -> Staged:
     """6. Rerank the fused head (a model call: outside any transaction when there is one), 7. dedup
     near-duplicates while cutting to k."""
     policy = req.policy
-    reranked = rerank(req.query, ranked.ranking.items, policy, req.rerank_options)
+    reranked = rerank(req.query, ranked.ranking.items, policy, req.rerank_options, vector=req.vector,
+                      embed=req.embed_texts)
     deduped = dedup(reranked.items, policy.dedup_jaccard, req.k)
     ran = {"ppr": ranked.ppr, "facts": policy.fact_retrieval != "none", f"rerank:{policy.rerank}": reranked.ran,
            "dedup": policy.dedup_jaccard is not None}

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from graph.mention_graph import MentionCache
 from graph.recall.rerank import RerankOptions
+from graph.recall.sentences import EmbedTexts
 from schema.models import Policy
 
 
@@ -41,6 +42,9 @@ class RecallRequest:
     route: tuple[str, ...] = ()
     # Process-level knobs of the reranker (device, provider plumbing); the reranker itself is policy.
     rerank_options: RerankOptions | None = field(default=None, compare=False)
+    # The namespace's embedder for texts a stage reads again and again (`rerank: sentences`); None: that
+    # reranker is unavailable and the packet says so.
+    embed_texts: EmbedTexts | None = field(default=None, compare=False)
     # The process's in-memory entity graphs (graph.mention_graph), which graph expansion reads instead of
     # its statements when set: the packet is the same either way.
     mentions: MentionCache | None = field(default=None, compare=False)

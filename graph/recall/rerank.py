@@ -11,7 +11,9 @@ query's words from one that answers it. It is a policy choice (`rerank`, `rerank
   the fused score on those items;
 * `llm` — one chat-model call through litellm + instructor with the query and the candidates' texts,
   returning a typed ordering of their ids (graph.recall.rerank_llm); an item's score is its place in
-  that order, (N − position) / N.
+  that order, (N − position) / N;
+* `sentences` — the namespace's own embedder reads each claim sentence by sentence, and the order of
+  the claims' best sentences is fused with the fused order (graph.recall.sentences): no other model.
 
 The rescored head is ordered by its new score (ties by fused rank); the candidates below it keep
 their fused order and scores, after the head. The reranker runs outside the read transaction
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from graph.recall.ranking import stable_round
+from graph.recall.sentences import EmbedTexts, best_sentence_cosines, fused_with_sentences
 from schema.load_once import LoadOnce
 from schema.models import PacketItem, Policy, ScoreExplanation, ScoreRerank
 from schema.subjects import text_for_vector
@@ -143,9 +146,10 @@ def rerank_text(item: PacketItem) -> str:
     return text_for_vector(item.content, item.metadata)
 
 
-def rerank(query: str, items: Sequence[PacketItem], policy: Policy,
-           options: RerankOptions | None = None) -> Reranked:
-    """The fused list with its top `policy.rerank_top` rescored by the policy's reranker."""
+def rerank(query: str, items: Sequence[PacketItem], policy: Policy, options: RerankOptions | None = None, *,
+           vector: Sequence[float] | None = None, embed: EmbedTexts | None = None) -> Reranked:
+    """The fused list with its top `policy.rerank_top` rescored by the policy's reranker; `vector` (the
+    query's) and `embed` (the namespace's embedder) are what `sentences` reads with."""
     if policy.rerank == "none" or not items:
         return Reranked(list(items), False, False)
     options = options or _process_options
@@ -154,6 +158,9 @@ def rerank(query: str, items: Sequence[PacketItem], policy: Policy,
     try:
         if policy.rerank == "cross-encoder":
             scores = cross_encoder_scores(model, query, [rerank_text(it) for it in head], options)
+        elif policy.rerank == "sentences":
+            model = policy.embedding_model
+            scores = sentence_scores(head, policy, vector, embed)
         else:
             from graph.recall.rerank_llm import llm_order
 
@@ -164,6 +171,18 @@ def rerank(query: str, items: Sequence[PacketItem], policy: Policy,
     rescored = sorted(zip(head, scores, strict=True), key=lambda p: (-p[1], p[0].rank))
     out = [_rescored(it, score, policy.rerank, model) for it, score in rescored] + tail
     return Reranked([it.model_copy(update={"rank": n}) for n, it in enumerate(out, start=1)], True, False)
+
+
+def sentence_scores(head: Sequence[PacketItem], policy: Policy, vector: Sequence[float] | None,
+                    embed: EmbedTexts | None) -> list[float]:
+    """The head's scores under `sentences`: its fused order fused with its best sentences' order."""
+    if vector is None or embed is None:
+        raise RerankUnavailableError("the sentence reranker needs the query's vector and the namespace's embedder")
+    try:
+        cosines = best_sentence_cosines(vector, [it.content for it in head], embed)
+    except Exception as exc:  # the embedder raises many types; the stage degrades on any
+        raise RerankUnavailableError(f"sentence embeddings failed: {type(exc).__name__}: {exc}"[:500]) from exc
+    return fused_with_sentences(cosines, policy.sentence_weight, policy.rrf_k)
 
 
 def _rescored(item: PacketItem, score: float, method: str, model: str) -> PacketItem:
@@ -178,4 +197,5 @@ def _rescored(item: PacketItem, score: float, method: str, model: str) -> Packet
 
 
 __all__ = ["DEFAULT_OPTIONS", "RerankOptions", "RerankUnavailableError", "Reranked", "configure",
-           "cross_encoder_scores", "load_cross_encoder", "order_scores", "process_options", "rerank", "rerank_text"]
+           "cross_encoder_scores", "load_cross_encoder", "order_scores", "process_options", "rerank", "rerank_text",
+           "sentence_scores"]

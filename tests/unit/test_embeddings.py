@@ -25,6 +25,18 @@ def test_query_cache_returns_same_vector() -> None:
     assert emb.embed_query("cache me") is emb.embed_query("cache me")
 
 
+def test_cached_texts_are_the_stable_vectors_whatever_shares_the_call() -> None:
+    emb = shared_embedder()
+    texts = ["Melanie: I went swimming.", "Melanie: Talk to you soon, take care of yourself!"]
+    alone = emb.embed_cached(texts[:1])[0]
+    together = emb.embed_cached([*texts, texts[0]])
+    assert together[0] is alone and together[2] is alone  # cached: one vector per text
+    assert [float(x) for x in alone] == pytest.approx(emb.embed_stable(texts[:1])[0], abs=1e-7)
+    fresh = Embedder(text_cache_size=1)
+    assert [list(v) for v in fresh.embed_cached(texts)] == [list(v) for v in emb.embed_cached(texts)]
+    assert len(fresh._text_cache) == 1  # bounded
+
+
 def test_unknown_local_path_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(EmbeddingModelError, match="could not load embedding model"):
         Embedder(str(tmp_path / "no-such-model"))
