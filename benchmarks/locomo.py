@@ -363,6 +363,10 @@ PALIMPSEST_MODES: dict[str, dict[str, Any]] = {
     # The same on word stems ("Where has she camped?" / "we went camping"; policy stem_terms).
     "palimpsest subject terms + source penalty 0.7 + stems": {"subject_terms": True, "source_penalty": 0.7,
                                                               "stem_terms": True},
+    # The same with its head read sentence by sentence (rerank: sentences; weight 1 and the whole packet, 25,
+    # chosen on conversations 0-4 offline, benchmarks/README.md "Sentence match").
+    "palimpsest subject terms + source penalty 0.7 + stems + sentences": {
+        "subject_terms": True, "source_penalty": 0.7, "stem_terms": True, "rerank": "sentences", "rerank_top": 25},
 }
 # Turns as the issue first measured them, and as the best configuration writes them.
 DEFAULT_VARIANTS = ("prefix", "prefix+captions+context")
@@ -370,6 +374,7 @@ DEFAULT_VARIANTS = ("prefix", "prefix+captions+context")
 # `--modes` picks them; they are not in the default run.
 _BEST = PALIMPSEST_MODES["palimpsest subject terms + source penalty 0.7"]
 _BEST_STEMS = PALIMPSEST_MODES["palimpsest subject terms + source penalty 0.7 + stems"]
+_BEST_SENTENCES = PALIMPSEST_MODES["palimpsest subject terms + source penalty 0.7 + stems + sentences"]
 ROUTER_MODES: dict[str, dict[str, Any]] = {
     "palimpsest + PPR + round 2": {"graph_expansion": "ppr", "rounds": 2},
     "router: PPR + round 2": {"graph_expansion": "ppr", "router": "rules", "rounds": 2},
@@ -384,6 +389,10 @@ ROUTER_MODES: dict[str, dict[str, Any]] = {
     # Without PPR (it costs recall on conversations): the router only decides the rounds.
     "palimpsest subject terms + source penalty 0.7 + stems + round 2": {**_BEST_STEMS, "rounds": 2},
     "router: subject terms + source penalty 0.7 + stems + round 2": {**_BEST_STEMS, "router": "rules", "rounds": 2},
+    # The same over the best single policy with the sentence reranker.
+    "palimpsest subject terms + source penalty 0.7 + stems + sentences + round 2": {**_BEST_SENTENCES, "rounds": 2},
+    "router: subject terms + source penalty 0.7 + stems + sentences + round 2": {**_BEST_SENTENCES, "router": "rules",
+                                                                                 "rounds": 2},
 }
 TUNE_MODES: dict[str, dict[str, Any]] = {
     "palimpsest rrf": {"fusion": "rrf"},
@@ -619,8 +628,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--tune", action="store_true", help="also run the policy variants (choose on conversations 0-4)")
     p.add_argument("--seed", type=int, default=17,
                    help="names the namespaces (default 17). The benchmark draws nothing at random; claim ids "
-                        "are fresh per run and break exact score ties, so two runs can differ slightly, while "
-                        "within a run every packet is checked to repeat")
+                        "are fresh per run, and recall breaks score ties by a claim's content before its id "
+                        "(graph/claim_order.py), so a rerun ranks alike; within a run every packet is checked "
+                        "to repeat")
     p.add_argument("--namespace-prefix", default=None,
                    help="namespaces are <prefix>-<variant>-c<conversation> (default bench-locomo-<seed>); "
                         "they must be empty")

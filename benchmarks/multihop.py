@@ -275,6 +275,11 @@ BASE: dict[str, dict[str, Any]] = {"hybrid": {}, "hybrid-nosib": {"sibling_penal
 # modes, with the Policy's expansion defaults (tuned on MuSiQue: bridges without the items' own
 # subjects, later round weighted 2, round 1's top two kept). `rounds` is not a policy knob.
 BASE |= {"hybrid-nosib +round 2": {"sibling_penalty": 1.0, "rounds": 2}, "hybrid+ppr +round 2": {**CHOSEN, "rounds": 2}}
+# The sentence reranker (rerank: sentences, graph/recall/sentences.py) over the fused top 20, alone and
+# under the best two-round policy (each round's packet reranked, then the rounds fused).
+SENTENCES: dict[str, Any] = {"rerank": "sentences", "rerank_top": 20}
+BASE |= {"hybrid-nosib +sentences": {"sibling_penalty": 1.0, **SENTENCES},
+         "hybrid-nosib +round 2 +sentences": {"sibling_penalty": 1.0, "rounds": 2, **SENTENCES}}
 # Fact retrieval (graph/recall/fact_source.py), run only with --llm-model (facts come from LLM extraction):
 # the triple match alone and with the beam search, as the graph list on its own and beside PPR.
 FACT_MODES: dict[str, dict[str, Any]] = {
@@ -290,6 +295,7 @@ ROUTED: dict[str, dict[str, Any]] = {
     "router: hybrid+ppr +round 2": {**CHOSEN, "router": "rules", "rounds": 2},
     # Over the best two-round policy, which runs no PPR: the router only decides the rounds.
     "router: hybrid-nosib +round 2": {"sibling_penalty": 1.0, "router": "rules", "rounds": 2},
+    "router: hybrid-nosib +round 2 +sentences": {"sibling_penalty": 1.0, "router": "rules", "rounds": 2, **SENTENCES},
 }
 # The modes `--rerank-model` also runs with the cross-encoder over their fused top (graph/recall/rerank.py).
 RERANKED = ("hybrid-nosib", "hybrid+ppr", "hybrid-nosib +round 2", "router: hybrid-nosib +round 2")
@@ -321,6 +327,10 @@ GRID: dict[str, dict[str, Any]] = {
     "round2-items2": {**CHOSEN, "rounds": 2, "expansion_items": 2},
     "round2-items5": {**CHOSEN, "rounds": 2, "expansion_items": 5, "expansion_weight": 1.0},
     "round2-terms3": {**CHOSEN, "rounds": 2, "expansion_terms": 3, "expansion_weight": 1.0},
+    # The sentence reranker under the best two-round policy: its weight and how deep it reads.
+    **{f"round2-sentences-w{w:g}-top{top}": {"sibling_penalty": 1.0, "rounds": 2, "rerank": "sentences",
+                                             "sentence_weight": w, "rerank_top": top}
+       for w in (0.5, 1.0, 2.0) for top in (10, 20, 40)},
 }
 
 
