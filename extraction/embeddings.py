@@ -145,16 +145,18 @@ class Embedder:
             )
         return [[float(x) for x in row] for row in vectors]
 
-    def embed_stable(self, texts: Sequence[str], *, min_rows: int = 8) -> list[list[float]]:
+    def embed_stable(self, texts: Sequence[str], *, rows: int = 8) -> list[list[float]]:
         """Embeddings whose bits do not depend on which other texts share the call.
 
         `embed` pads every text of a batch to the batch's longest, and padding changes the shapes
         of the model's matrix products, so one name's vector moves by ~1e-7 with its neighbours in
         the call — enough to flip a merge decision that sits on the threshold. Here texts are
-        grouped by token count, so nothing is ever padded, and every model call holds at least
-        `min_rows` texts (a short group is filled with repeats): the CPU kernels give a row the
-        same bits whatever the other rows once a call has a few of them (measured on this build:
-        from 3 rows on, for MiniLM; a single row takes another path). Costs about what `embed` does.
+        grouped by token count, so nothing is ever padded, and every model call holds exactly
+        `rows` texts (a short chunk is filled with repeats): a text is always computed in a call
+        of the same shape, (rows, its length), whose rows the CPU kernels compute alike whatever
+        the other rows. The row count must be fixed, not only bounded below: the kernels pick their
+        path by the size of the product, and on a 2-core x86_64 build a MiniLM row computed among 20
+        or more rows of its length differs from the same row among 8 (tests/unit/test_embeddings.py).
         """
         if not texts:
             return []
@@ -168,14 +170,13 @@ class Embedder:
         for text, tokens in zip(unique, ids, strict=True):
             groups.setdefault(len(tokens), []).append(text)
         out: dict[str, list[float]] = {}
-        size = max(self.batch_size, min_rows)
         with self._lock:
             for length in sorted(groups):
                 group = groups[length]
-                for i in range(0, len(group), size):
-                    chunk = group[i:i + size]
+                for i in range(0, len(group), rows):
+                    chunk = group[i:i + rows]
                     vectors = self._model.encode(
-                        chunk + [chunk[0]] * (min_rows - len(chunk)), batch_size=size, normalize_embeddings=True,
+                        chunk + [chunk[0]] * (rows - len(chunk)), batch_size=rows, normalize_embeddings=True,
                         convert_to_numpy=True, show_progress_bar=False,
                     )
                     out.update((text, [float(x) for x in row]) for text, row in zip(chunk, vectors, strict=False))

@@ -37,6 +37,18 @@ def test_cached_texts_are_the_stable_vectors_whatever_shares_the_call() -> None:
     assert len(fresh._text_cache) == 1  # bounded
 
 
+def test_a_stable_vector_is_the_same_alone_and_among_many_of_its_length() -> None:
+    """Forty texts of one token length: asked together they must not share one 40-row call, whose
+    kernels compute a row differently from the 8-row call the text gets alone."""
+    emb = shared_embedder()
+    tokenizer = emb.load().tokenizer
+    texts = [f"Speaker {i}: we went out on day {i} of the trip." for i in range(40)]
+    assert len({len(tokenizer(t)["input_ids"]) for t in texts}) == 1
+    together = emb.embed_stable(texts)
+    assert all(emb.embed_stable([t])[0] == v for t, v in zip(texts, together, strict=True))
+    assert emb.embed_stable(texts[::-1])[::-1] == together
+
+
 def test_unknown_local_path_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(EmbeddingModelError, match="could not load embedding model"):
         Embedder(str(tmp_path / "no-such-model"))
