@@ -11,7 +11,7 @@ in alphabetical order would put every "Anna: …" before every "Ben: …"). The 
 claims that say the same thing are still put in one total order.
 
 Cypher orders by the stored `node.content_hash`; Python by `content_hash` of the row's content: the
-same hex string (graph.store writes it, graph.importer fills it where an export lacks it).
+same hex string (graph.store writes it, graph.importer computes it again for every claim it imports).
 """
 
 from __future__ import annotations
