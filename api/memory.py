@@ -479,7 +479,10 @@ class Memory:
             req = RecallRequest(self.namespace, text, vector, pol, used_k, as_of_revision, when, projections_seq,
                                 phrases, check_policy=True, policy_hash=stored_hash, check_default=not explicit,
                                 explain=explain, route=decision.stages if decision is not None else (),
-                                mentions=self.rt.mentions, embed_texts=self.rt.embedder.embed_cached)
+                                mentions=self.rt.mentions,
+                                # (an embedder without a text cache — a benchmark's wrapper — leaves the
+                                # sentence reranker unavailable, which the packet says)
+                                embed_texts=getattr(self.rt.embedder, "embed_cached", None))
             try:
                 packet = recall_q(self.rt.driver, req, self._db)
             except PolicyChangedError as exc:

@@ -54,3 +54,18 @@ def test_fusion_is_one_for_first_on_both_and_keeps_fused_order_on_ties() -> None
     assert tied[0] > tied[1] > tied[2]  # equal sentences share a rank: the fused order decides
     light = fused_with_sentences([0.1, 0.9], weight=0.01, rrf_k=60)
     assert light[0] > light[1]  # a light sentence weight leaves the fused order as it was
+
+
+def test_without_an_embedder_the_stage_is_unavailable_and_the_fused_ranking_stands() -> None:
+    from graph.recall.rerank import rerank
+    from schema.models import Freshness, PacketItem, Policy
+
+    fresh = Freshness(age_seconds=0, tau_seconds=1, decay=1, status="current", superseded=False, retracted=False)
+    items = [PacketItem(id=f"c{i}", content=f"Melanie: turn {i}.", source="Melanie", claim_key=None, metadata={},
+                        revision=1, recorded_at="2026-01-01T00:00:00Z", valid_from=None, valid_to=None, rank=i,
+                        score=1 / i, relevance=1 / i, vector_similarity=0.5, matched_via=None, lexical_score=0.0,
+                        freshness=fresh) for i in (1, 2)]
+    policy = Policy(version="s", rerank="sentences")
+    out = rerank("where?", items, policy, vector=[1.0, 0.0], embed=None)
+    assert out.unavailable and not out.ran and out.items == items
+    assert rerank("where?", items, policy, vector=[1.0, 0.0], embed=_embed_axes).ran
