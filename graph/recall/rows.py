@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from graph.claim_order import tie_key
+from graph import claim_order
 from graph.recall import text
 from graph.revisions import optional_datetime
 from graph.visibility import HiddenReason, end_at, from_micros, hidden_reason
@@ -64,7 +64,7 @@ class ClaimRow:
     def tie_key(self) -> tuple[str, str]:
         """What decides between this claim and one that scores alike: its content, then its id
         (graph.claim_order)."""
-        return tie_key(self.content, self.id)
+        return claim_order.tie_key(self.content, self.id)
 
     def identifiers(self) -> frozenset[str]:
         """The names the claim is about: stored, or analysed from its content."""
