@@ -65,14 +65,20 @@ _LIGHT = frozenset({
     "all", "most", "rest", "many", "much", "lot", "percentage", "couple", "set", "group", "list", "instance",
     "example", "top", "end", "middle", "beginning", "side", "half", "each", "any", "none", "both", "series",
 })
+# "remind her of …": a pronoun after a determiner-like word is an object, not the head of a noun phrase.
+_PRONOUN = frozenset({"her", "him", "them", "it", "me", "us", "you"})
 # "the city of Paris": an apposition, the place is named.
 _APPOSITION = frozenset({
     "city", "town", "village", "state", "county", "province", "island", "islands", "kingdom", "republic",
     "port", "borough", "municipality", "district", "region", "principality", "duchy", "empire", "isle",
 })
 _DET = r"(?:the|a|an|its|his|her|their|our|your|this|that|these|those)"
+# Before a noun phrase's head: names, proper adjectives, numbers and dates ("the British edition", "the May 3,
+# 1999 episode"), then at most two lower-case words ("the best-selling debut album").
+_NAMED_OR_NUMBER = r"(?:[A-Z][\w'’-]*|\d[\d.,/-]*)"
 # The object is looked at, not consumed: "the spouse of the director of X" holds two.
-_OF = re.compile(rf"\b{_DET}\s+(?:[a-z][\w-]*\s+){{0,2}}?([a-z][\w-]*)\s+of\s+(?=(\S+))")
+_OF = re.compile(rf"\b{_DET}\s+(?:{_NAMED_OR_NUMBER}\s+){{0,3}}(?:[a-z][\w-]*\s+){{0,2}}?([a-z][\w-]*)\s+of\s+"
+                 r"(?=(\S+))")
 _OF_AFTER_POSSESSIVE = re.compile(r"(?:'s|s')\s+(?:[a-z][\w-]*\s+){0,2}?([a-z][\w-]*)\s+of\s+(?=(\S+))")
 _POSSESSIVE = re.compile(r"\b([\w.-]+)(?:'s|’s)\b|\b(\w+s)'(?=\s)")
 _NOT_POSSESSIVE = frozenset({"it", "that", "what", "who", "there", "he", "she", "let", "here", "where", "how",
@@ -111,6 +117,16 @@ _QUESTION_WORD = re.compile(r"^\s*(?:(?:in|of|to|for|from|on|at|by|with|during|u
 _COPULAR = re.compile(r"^\s*(?:what|who|which)(?:\s+[a-z]+)?\s+(?:is|was|are|were)\b|"
                       r"^\s*(?:what|who|which)\s+(?:might|would|could|will|may|can|should|must)\s.*\bbe\s*\?*\s*$",
                       re.IGNORECASE)
+# "What language were books being translated into …", "What was Dana doing at …": after its subject (no
+# preposition in it: "What was Dana's reason for getting into …" is a copula) the
+# verb "be" meets a participle — "being"/"been", or an -ing verb with its complement (a preposition, an
+# article or a pronoun next) — so it is the auxiliary of another predicate, not the copula of "what is X?".
+_AUXILIARY_BE = re.compile(
+    r"^\s*(?:what|who|which)(?:\s+[a-z]+)?\s+(?:is|was|are|were)\s+"
+    r"(?:(?!(?:of|for|in|into|on|at|to|from|with|by|about|after|before|during|toward|towards|like|as|than|over|"
+    r"through|without|within|around|between|among|under|against|since|until)\b)[\w'’.-]+\s+){1,4}?"
+    r"(?:(?:being|been)\b|(?P<ing>[a-z]+ing)\s+(?:in|into|on|at|to|for|from|with|by|about|of|up|out|over|the|a|an|"
+    r"his|her|their|its|it|them|him|me|us|you)\b)", re.IGNORECASE)
 # A question that ends in a participle or a stranded preposition is a passive or a clause, not "what is X?".
 _CLAUSE_END = re.compile(r"\b(?:[a-z]+ed|born|known|made|located|found|held|of|from|in|for|to|on|at|by|with|"
                          r"about|after|into|under)\s*[?.!]*\s*$", re.IGNORECASE)
@@ -141,6 +157,8 @@ _TEMPORAL = re.compile(
     rf"\b(?:{_MONTHS})\b(?=\s+\d|\s*,?\s*(?:1[0-9]{{3}}|20[0-9]{{2}}))|\bin\s+(?:{_MONTHS})\b|"
     r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b|"
     r"\bin\s+(?:the\s+)?(?:spring|summer|autumn|fall|winter)\b", re.IGNORECASE)
+# "the second week of November", "the summer of 2022": "of" a month or a number dates a time, it names no thing.
+_TIME_OBJECT = re.compile(rf"(?:{_MONTHS})\b|\d", re.IGNORECASE)
 
 
 def relations(question: str) -> list[str]:
@@ -152,7 +170,8 @@ def relations(question: str) -> list[str]:
     for pattern in (_OF, _OF_AFTER_POSSESSIVE):
         for m in pattern.finditer(text):
             head, after = m.group(1).lower(), m.group(2)
-            if head in _LIGHT or (head in _APPOSITION and after[:1].isupper()):
+            if (head in _LIGHT or head in _PRONOUN or (head in _APPOSITION and after[:1].isupper())
+                    or _TIME_OBJECT.match(after)):
                 continue
             found.append("of-name" if after[:1].isupper() else "of")
     for m in _POSSESSIVE.finditer(text):
@@ -180,8 +199,12 @@ def relations(question: str) -> list[str]:
 def is_copular(question: str) -> bool:
     """"What is X?" / "Who was X?": the question asks for the description itself. Not when it ends in a
     participle or a stranded preposition (a passive "Which region is X located?" or a clause "What
-    country was X a citizen of?")."""
+    country was X a citizen of?"), nor when "be" is the auxiliary of a participle after its subject
+    ("What language were books being translated into …?", `_AUXILIARY_BE`)."""
     text = " ".join(question.split())
+    aux = _AUXILIARY_BE.match(text)
+    if aux and (aux.group("ing") is None or aux.group("ing").lower() not in _NOT_ING):
+        return False
     return bool(_COPULAR.match(text)) and not _CLAUSE_END.search(text)
 
 

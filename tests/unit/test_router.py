@@ -31,6 +31,10 @@ FULL = Policy(version="full", graph_expansion="ppr", dedup_jaccard=0.7, router="
     "What is the population of the town where the treaty was signed?",
     "Which region is Ada Lovelace's city of birth located in?",  # a passive is no copula
     "Who sang the Goldfinger theme with the Abbey Road singer?",  # a role named by what it is the role of
+    "Which guest appeared in the March 5, 2001 episode of Frasier?",  # a date before the head noun
+    "Who wrote the 1968 British edition of Solaris?",  # a year and a proper adjective before it
+    "What language were texts being copied into during the reign of Offa?",  # "be" an auxiliary, no copula
+    "What was Dana listening to on the day of Ada's wedding?",
 ])
 def test_nested_descriptions_are_multi_hop(question: str) -> None:
     assert MULTI_HOP in router.features(question), (question, router.relations(question))
@@ -46,6 +50,10 @@ def test_nested_descriptions_are_multi_hop(question: str) -> None:
     "What books has Dana read?",
     "Where is the city of Lyon?",  # "city of Lyon": an apposition, the place is named
     "What did Dana say that she liked?",  # "say that": a conjunction, not a relative clause
+    "What was Dana's reason for taking up rowing?",  # a copula: the -ing verb sits in a prepositional phrase
+    "What did Dana cook in the first week of June?",  # "of" a month dates a time, it names no thing
+    "Where did Dana hike in the summer of 2022?",
+    "What did Dana buy to remind her of the trip?",  # "her" is an object, not the head of a noun phrase
 ])
 def test_direct_questions_are_single_hop(question: str) -> None:
     assert MULTI_HOP not in router.features(question), (question, router.relations(question))
