@@ -35,6 +35,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -114,6 +115,11 @@ class MentionGraph:
         """The claim number of every edge, in by-claim order (claim_entity's)."""
         claim_of_edge: np.ndarray = np.repeat(np.arange(len(self.claims)), np.diff(self.claim_start))
         return claim_of_edge
+
+    @cached_property
+    def canonical_of(self) -> dict[str, str]:
+        """Entity id → canonical name, the inverse of `by_canonical` (built on first use)."""
+        return {entity: key for key, ids in sorted(self.by_canonical.items(), reverse=True) for entity in ids}
 
     def has_claim(self, claim_id: str) -> bool:
         return _number(self.claims, [claim_id]).size > 0
@@ -248,6 +254,11 @@ def top_ranked(graph: MentionGraph, seq: int, seed_entities: Sequence[str], max_
     seeds = _number(graph.entities, seed_entities)
     claim, entity = _neighbourhood(graph, seq, seeds, max_degree)
     return ppr.top_numbered(*ppr.rank_numbered(claim, entity, seeds, damping=damping), graph.claims, limit)
+
+
+def names(graph: MentionGraph, entity_ids: Sequence[str]) -> dict[str, str]:
+    """graph.ppr.entity_names' answer: each held entity's canonical name."""
+    return {e: graph.canonical_of[e] for e in entity_ids if e in graph.canonical_of}
 
 
 def specificity(graph: MentionGraph, seq: int, entity_ids: Sequence[str], cap: int) -> dict[str, int]:

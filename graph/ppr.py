@@ -125,8 +125,18 @@ def _iterate(left: np.ndarray, right: np.ndarray, seeds: np.ndarray, n_claims: i
 
 
 def top_claims(scores: dict[str, float], limit: int) -> dict[str, float]:
-    """The `limit` best-scored claims, by (score desc, id): the total order the packet depends on."""
-    return dict(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit])
+    """The `limit` best-scored claims and every claim tied with the last of them, by (score desc, id).
+
+    Claims a seed reaches alike score alike, and a claim id is random: a cut through a tie would admit
+    claims by their ids, so two namespaces holding the same claims would walk to different packets. The
+    whole tie goes on; the ranking orders it by content (graph.claim_order). Bounded by the neighbourhood
+    (at most `ppr_max_degree` claims per seed)."""
+    ordered = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    if 0 < limit < len(ordered):
+        last = ordered[limit - 1][1]
+        while limit < len(ordered) and ordered[limit][1] == last:
+            limit += 1
+    return dict(ordered[:max(limit, 0)])
 
 
 def top_numbered(claims: np.ndarray, scores: np.ndarray, names: np.ndarray, limit: int) -> dict[str, float]:
@@ -139,6 +149,16 @@ def top_numbered(claims: np.ndarray, scores: np.ndarray, names: np.ndarray, limi
         positive = positive[scores[positive] >= nth - 1e-9]
     picked = {str(names[claims[i]]): round(float(scores[i]), 9) for i in positive}
     return top_claims(picked, limit)
+
+
+def entity_names(tx: ManagedTransaction, namespace: str, entity_ids: Sequence[str]) -> dict[str, str]:
+    """Each entity's canonical name: what seed choice breaks ties by, since an entity id is derived from
+    its namespace (extraction.entities.job.entity_id)."""
+    if not entity_ids:
+        return {}
+    rows = tx.run("UNWIND $ids AS id MATCH (e:Entity {namespace: $ns, id: id}) USING INDEX e:Entity(id) "
+                  "RETURN id, e.canonical AS canonical", ids=sorted(set(entity_ids)), ns=namespace)
+    return {r["id"]: str(r["canonical"]) for r in rows}
 
 
 def entity_specificity(tx: ManagedTransaction, namespace: str, seq: int,
@@ -180,5 +200,5 @@ def linked_entities(tx: ManagedTransaction, namespace: str, seq: int, phrases: S
     return query_ids, by_claim
 
 
-__all__ = ["MAX_ITERATIONS", "TOLERANCE", "entity_specificity", "linked_entities", "neighbourhood",
+__all__ = ["MAX_ITERATIONS", "TOLERANCE", "entity_names", "entity_specificity", "linked_entities", "neighbourhood",
            "rank", "rank_numbered", "top_claims", "top_numbered"]

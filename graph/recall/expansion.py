@@ -16,13 +16,15 @@ from graph.recall.request import RecallRequest
 
 
 class _Walk(NamedTuple):
-    """The three steps of graph expansion that read the entity graph, each taking seq first: by
+    """The steps of graph expansion that read the entity graph, the first three taking seq first: by
     statements (graph.ppr) or over the process's snapshot (graph.mention_graph), with the same answers.
-    `ranked` is the seeds' neighbourhood ranked by PPR and cut to the best `limit` claims."""
+    `ranked` is the seeds' neighbourhood ranked by PPR and cut to the best `limit` claims (ties at the
+    cut kept); `names` the entities' canonical names, which break seed ties."""
 
     linked: Callable[[int, Sequence[str], Sequence[str]], tuple[list[str], dict[str, list[str]]]]
     specificity: Callable[[int, Sequence[str], int], dict[str, int]]
     ranked: Callable[[int, Sequence[str], int, float, int], dict[str, float]]
+    names: Callable[[Sequence[str]], dict[str, str]]
 
 
 def _ranked_by_statements(tx: ManagedTransaction, namespace: str, seq: int, seeds: Sequence[str], max_degree: int,
@@ -37,9 +39,9 @@ def _walk(tx: ManagedTransaction, req: RecallRequest, held: tuple[str, int] | No
     if graph is None:
         return _Walk(partial(ppr.linked_entities, tx, req.namespace),
                      partial(ppr.entity_specificity, tx, req.namespace),
-                     partial(_ranked_by_statements, tx, req.namespace))
+                     partial(_ranked_by_statements, tx, req.namespace), partial(ppr.entity_names, tx, req.namespace))
     return _Walk(partial(mention_graph.linked, graph), partial(mention_graph.specificity, graph),
-                 partial(mention_graph.top_ranked, graph))
+                 partial(mention_graph.top_ranked, graph), partial(mention_graph.names, graph))
 
 
 def ppr_candidates(tx: ManagedTransaction, req: RecallRequest, pool: Pool, seq: int, revision: int,
@@ -52,11 +54,13 @@ def ppr_candidates(tx: ManagedTransaction, req: RecallRequest, pool: Pool, seq: 
     entities mentioned by the top `ppr_seed_candidates` vector candidates, seeded uniformly (as
     GDS's PageRank does, which graph.ppr follows), so specificity is applied by *choosing*:
     query-named entities first, then by document frequency ascending (an entity in few claims says
-    more than one in every claim), then id; at most `ppr_seeds`. The claims PPR reaches go through
-    the same visibility filter as every other candidate; only visible claims are returned.
+    more than one in every claim), then by canonical name (an entity id is derived from the namespace,
+    and the same claims must seed alike in any namespace), then id; at most `ppr_seeds`. The claims PPR
+    reaches (the best `need`, with any tie at the cut: graph.ppr.top_claims) go through the same
+    visibility filter as every other candidate; only visible claims are returned.
 
     `held` (the namespace's incarnation and projections_seq, from round trip 1) lets the walk read the
-    process's in-memory entity graph (`req.mentions`) instead of three statements, when it holds one.
+    process's in-memory entity graph (`req.mentions`) instead of four statements, when it holds one.
     """
     policy = req.policy
     similarity = {cid: round(float(r.sim or 0.0), 6) for cid, r in pool.rows.items()}
@@ -67,7 +71,8 @@ def ppr_candidates(tx: ManagedTransaction, req: RecallRequest, pool: Pool, seq: 
     candidate_ids = sorted({e for ids in by_claim.values() for e in ids})
     df = walk.specificity(seq, sorted(set(query_ids) | set(candidate_ids)), policy.ppr_max_degree)
     named = set(query_ids)
-    ordered = sorted(df, key=lambda e: (e not in named, df[e], e))
+    tied = walk.names(sorted(df))
+    ordered = sorted(df, key=lambda e: (e not in named, df[e], tied.get(e, ""), e))
     seeds = [e for e in ordered if df[e] > 0][: policy.ppr_seeds]
     if not seeds:
         return pool, {}

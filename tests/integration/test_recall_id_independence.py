@@ -5,7 +5,8 @@ answer is cut on the share of query terms a claim holds, and hundreds of claims 
 cut — the ids a write happened to draw chose which candidates a recall weighed; the same claims written
 twice answered with different packets (graph.claim_order). Here one seeded corpus, full of such ties, is
 written into two namespaces, once below the size at which a namespace gets its own indexes and once
-above it, and every recall, as one round and as two, must rank the same contents with the same scores.
+above it, and every recall, as one round and as two and with graph expansion, must rank the same
+contents with the same scores.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def test_the_same_writes_recall_the_same_packets_under_other_ids(runtime: Any, s
             assert claim_index.ensure(runtime.driver, mem.namespace) == (size >= claim_index.EXACT_LIMIT)
             ProjectionWorker(runtime, WorkerConfig(entity_embeddings=False), detectors=[]).run_once(mem.namespace)
             mem.register_policy(Policy(version="wide", sibling_penalty=1.0))
+            mem.register_policy(Policy(version="ppr", sibling_penalty=1.0, graph_expansion="ppr"))
         a, b = mems
         ids = [{it.id for it in m.recall(_QUERIES[0], k=20).items} for m in mems]
         assert not ids[0] & ids[1]  # the two stores share no id: only their contents can agree
@@ -70,6 +72,11 @@ def test_the_same_writes_recall_the_same_packets_under_other_ids(runtime: Any, s
                 pa, pb = a.recall(query, k=k), b.recall(query, k=k)
                 assert _ranked(pa) == _ranked(pb), query
                 assert pa.completeness == pb.completeness
+            # Graph expansion: seeds tie on specificity (every person is named alike often), and claims a
+            # seed reaches alike score alike (graph.ppr.top_claims).
+            pa, pb = (m.recall(query, k=10, policy_version="ppr") for m in mems)
+            assert "ppr" in pa.stages
+            assert _ranked(pa) == _ranked(pb), query
             ra, rb = (m.recall_rounds(query, k=10, rounds=2, policy_version="wide") for m in mems)
             assert [(it.content, it.score) for it in ra.items] == [(it.content, it.score) for it in rb.items], query
             assert [r.query for r in ra.rounds] == [r.query for r in rb.rounds]

@@ -102,3 +102,18 @@ def test_top_numbered_keeps_ties_by_id_at_the_cut() -> None:
     names = np.array(["d", "c", "b", "a"])
     assert ppr.top_numbered(claims, scores, names, 2) == ppr.top_claims(
         {str(names[i]): round(float(s), 9) for i, s in enumerate(scores)}, 2)
+
+
+def test_the_cut_keeps_a_whole_tie() -> None:
+    # claims a seed reaches alike score alike; a cut through the tie would choose them by their random ids
+    scores = {"z": 0.5, "y": 0.3, "b": 0.3, "a": 0.3, "c": 0.1}
+    assert list(ppr.top_claims(scores, 1)) == ["z"]
+    assert list(ppr.top_claims(scores, 2)) == ["z", "a", "b", "y"]
+    assert list(ppr.top_claims(scores, 4)) == ["z", "a", "b", "y"]
+    assert list(ppr.top_claims(scores, 9)) == ["z", "a", "b", "y", "c"]
+    assert ppr.top_claims(scores, 0) == {}
+
+
+def test_entities_are_named_by_their_canonical_form() -> None:
+    graph = mention_graph.empty("life").with_edges(1, [("c1", 1, "e2", "harbour", 1), ("c2", 1, "e1", "ada", 1)])
+    assert mention_graph.names(graph, ["e1", "e2", "e9"]) == {"e1": "ada", "e2": "harbour"}
