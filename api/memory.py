@@ -414,8 +414,9 @@ class Memory:
         run for this query, and the packet's `stages` says what it decided; `packet.router_cost` is what
         the LLM router's call cost. `pinned_route` (an earlier packet's `stages`) makes it decide as that
         packet did, without asking the rules or the model again: replay and later rounds use it.
-        `later_rounds`: the caller will run later rounds after this one (`recall_rounds` does), so a
-        question the router reads as multi-hop leaves its second hop to them and skips graph expansion.
+        `later_rounds`: the caller will run later rounds after this one and wants them, not graph expansion,
+        to take the second hop: a question the router reads as multi-hop then skips PPR (cheaper; on the
+        multi-hop sets it found less, so `recall_rounds` does not ask for it).
 
         Example:
             >>> packet = memory.recall("where do backups go?", explain=True)

@@ -14,8 +14,10 @@ What it reads (the rules, `features`): three properties of the question, in gene
   "city of Paris" apposition), a possessive ("Y's X"), a relative clause ("the band *that* made …",
   "the city *where* …"), a reduced relative ("the country *Signmark is from*"), or a participle
   ("the film *directed by* …"). The main predicate is one more relation, except for a copular question
-  ("What is the capital of France?", "What is Caroline's job?"), which asks for the description itself.
-  Two or more relations: multi-hop.
+  ("What is the capital of France?", "What is Caroline's job?"), which asks for the description itself
+  — unless "be" is the auxiliary of a participle ("What language were texts being copied into …?").
+  Names, numbers and dates may precede the head noun ("the March 5, 2001 episode of X"); "of" a month
+  or a number dates a time ("the first week of June") and is no relation. Two or more relations: multi-hop.
 * **comparison** — comparatives and superlatives, "both", "same"/"different", "either"/"neither",
   "than", and alternatives ("… A or B?"): the question is about two or more things at once.
 * **temporal** — "when", "what year/date/…", "how long", "before/after/during/since/until", a year,

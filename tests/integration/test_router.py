@@ -105,16 +105,19 @@ def test_later_rounds_follow_round_one(runtime: Any, driver: Any, namespace: str
     hop = memory.recall_rounds(MULTI_HOP, policy_version="routed", rounds=2)
     assert len(hop.rounds) == 2
     first, second = (r.packet for r in hop.rounds)
-    # The rounds reach the second hop, so round 1 skips graph expansion; round 2's expanded query is not
-    # re-routed: it runs the stages round 1's router chose, and both replay so.
-    routed = ["router:rules", "router:multi-hop", "router:later-rounds", "router:skip-ppr"]
+    # Read as multi-hop, every stage of the policy runs, PPR in both rounds; round 2's expanded query is
+    # not re-routed: it runs the stages round 1's router chose, and both replay so.
+    routed = ["router:rules", "router:multi-hop", "ppr"]
     assert second.query != MULTI_HOP and second.stages == first.stages == routed
-    memory.register_policy({"version": "hybrid", **PPR, "graph_expansion": "none"})
-    assert _ranked(first) == _ranked(memory.recall(MULTI_HOP, policy_version="hybrid"))
+    assert _ranked(first) == _ranked(memory.recall(MULTI_HOP, policy_version="routed"))
     assert memory.replay(first.fingerprint).matches and memory.replay(second.fingerprint).matches
-    # one round asked for: no later rounds to leave the hop to, so PPR runs as in a single recall
-    alone = memory.recall_rounds(MULTI_HOP, policy_version="routed", rounds=1)
-    assert [r.packet.stages for r in alone.rounds] == [["router:rules", "router:multi-hop", "ppr"]]
+    # A caller running its own rounds may leave the second hop to them: then round 1 skips graph expansion,
+    # and the packet, which says so, replays so.
+    later = Memory(runtime, namespace, log_packets=True).recall(MULTI_HOP, policy_version="routed", later_rounds=True)
+    assert later.stages == ["router:rules", "router:multi-hop", "router:later-rounds", "router:skip-ppr"]
+    memory.register_policy({"version": "hybrid", **PPR, "graph_expansion": "none"})
+    assert _ranked(later) == _ranked(memory.recall(MULTI_HOP, policy_version="hybrid"))
+    assert memory.replay(later.fingerprint).matches
 
 
 def _counted(answer: Any) -> tuple[Callable[..., Any], list[dict[str, Any]]]:
