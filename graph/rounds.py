@@ -115,13 +115,8 @@ def expansion_terms(question: str, packet: ContextPacket, bridges: Sequence[Brid
         if subject and policy.expansion_subjects:
             add(subject)
         for b in sorted(by_claim.get(item.id, []), key=lambda b: (b.df, tie_key(b.name, b.entity_id))):
-            if b.df > policy.ppr_max_degree:
-                continue
-            if _words(b.name) == own:
-                # The item's own subject is what was found, not a bridge to what was not; but when other
-                # claims name it, they may say what the question asks of it (the link runs into it).
-                anchored = anchored or b.df > 1
-            elif add(b.name) and b.about:
+            # The item's own subject is what was found, not a bridge to what was not.
+            if b.df <= policy.ppr_max_degree and _words(b.name) != own and add(b.name) and b.about:
                 anchored = True
     return out if anchored or not about_only else []
 
