@@ -28,12 +28,12 @@ one direct hit, so graph expansion is skipped ("router:skip-ppr") and so are lat
 ("router:one-round") — unless the first round's top items name a bridge another claim is about (it
 declares it as its subject or opens with it: graph.rounds), which the wording of a question cannot
 show; a temporal question keeps near-duplicates (dedup skipped, "router:skip-dedup"): the same words
-said at two times are two events. A multi-hop question or a comparison that later rounds will follow
-(the caller says so: `recall_rounds`) reaches its second hop through them, so graph expansion is
-skipped there ("router:later-rounds", "router:skip-ppr"): PPR and the offline second round are two
-ways to the same hop, and on MuSiQue, the set the rules were written on, the rounds alone find at
-least as much as both together in every run (benchmarks/README.md, "The router over the best
-two-round policy"); on conversations PPR costs recall. The rest of the policy is untouched.
+said at two times are two events. A multi-hop question or a comparison keeps every stage — unless
+the caller says it will take the second hop through its own later rounds (`later_rounds`), which
+skips graph expansion ("router:later-rounds", "router:skip-ppr"): PPR and the offline second round are
+two ways to the same hop. `recall_rounds` does not say so: with PPR deterministic, both together find
+more on the multi-hop sets than the rounds alone (benchmarks/README.md, "PPR repeats; the router keeps
+PPR in its rounds"). The rest of the policy is untouched.
 
 The packet's `stages` records the decision first: "router:rules" (or "router:llm", or
 "router:llm-unavailable" when the model could not answer and the rules decided), the properties found
