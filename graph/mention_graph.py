@@ -46,18 +46,21 @@ from graph import ppr
 log = logging.getLogger(__name__)
 
 # (claim id, claim revision, entity id, entity canonical, edge revision) per MENTIONS edge.
-_Edge = tuple[str, int, str, str, int]
+# (claim id, claim revision, entity id, entity canonical, edge revision, claim content hash)
+_Edge = tuple[str, int, str, str, int, str]
 
 _WHOLE_CYPHER = (
     "MATCH (e:Entity {namespace: $ns})<-[m:MENTIONS]-(c) WHERE m.revision <= $seq "
-    "RETURN c.id AS c, c.revision AS cr, e.id AS e, e.canonical AS canonical, m.revision AS r LIMIT $cap"
+    "RETURN c.id AS c, c.revision AS cr, e.id AS e, e.canonical AS canonical, m.revision AS r, "
+    "coalesce(c.content_hash, '') AS ch LIMIT $cap"
 )
 # Edges of revisions (from, to]: the relationship index finds them in every namespace at those
 # revisions, and the entity's namespace keeps this one's (MENTIONS never cross namespaces).
 _DELTA_CYPHER = (
     "MATCH (c)-[m:MENTIONS]->(e:Entity) USING INDEX m:MENTIONS(revision) "
     "WHERE m.revision > $from AND m.revision <= $to AND e.namespace = $ns "
-    "RETURN c.id AS c, c.revision AS cr, e.id AS e, e.canonical AS canonical, m.revision AS r LIMIT $cap"
+    "RETURN c.id AS c, c.revision AS cr, e.id AS e, e.canonical AS canonical, m.revision AS r, "
+    "coalesce(c.content_hash, '') AS ch LIMIT $cap"
 )
 
 
@@ -74,10 +77,11 @@ class MentionGraph:
     seq: int
     claims: np.ndarray        # claim ids, sorted: a claim's number is its place here
     claim_revision: np.ndarray  # each claim's own revision
+    claim_hash: np.ndarray  # each claim's content hash ("" when it has none): ties of revision fall to it, not the id
     entities: np.ndarray      # entity ids, sorted
     # Entity e's edges are entity_claim[entity_start[e]:entity_start[e + 1]] (with their edge revisions),
     # in the order the neighbourhood statement takes an entity's first max_degree claims: claim revision
-    # descending, then claim id (then edge revision).
+    # descending, content hash, then claim id (then edge revision).
     entity_start: np.ndarray
     entity_claim: np.ndarray
     entity_edge_revision: np.ndarray
@@ -104,12 +108,16 @@ class MentionGraph:
         claim_revision = np.zeros(len(claims), dtype=np.int64)
         claim_revision[claim_moved] = self.claim_revision
         claim_revision[new_claims] = np.array([e[1] for e in edges], dtype=np.int64)
+        hashes = np.array([e[5] for e in edges], dtype=str)
+        claim_hash = np.zeros(len(claims), dtype=np.result_type(self.claim_hash.dtype, hashes.dtype))
+        claim_hash[claim_moved] = self.claim_hash
+        claim_hash[new_claims] = hashes
         canonicals = dict(self.by_canonical)
         touched: dict[str, set[str]] = {}
-        for _, _, entity, canonical, _ in edges:
+        for _, _, entity, canonical, _, _ in edges:
             touched.setdefault(canonical, set(canonicals.get(canonical, ()))).add(entity)
         canonicals.update({key: tuple(sorted(ids)) for key, ids in touched.items()})
-        return _build(self.incarnation, seq, claims, claim_revision, entities, (ci, ei, er), canonicals)
+        return _build(self.incarnation, seq, claims, (claim_revision, claim_hash), entities, (ci, ei, er), canonicals)
 
     def _edge_claims(self) -> np.ndarray:
         """The claim number of every edge, in by-claim order (claim_entity's)."""
@@ -147,8 +155,9 @@ def _merged(names: np.ndarray, more: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return merged, moved
 
 
-def _build(incarnation: str, seq: int, claims: np.ndarray, claim_revision: np.ndarray, entities: np.ndarray,
-           edges: tuple[np.ndarray, np.ndarray, np.ndarray], canonicals: dict[str, tuple[str, ...]]) -> MentionGraph:
+def _build(incarnation: str, seq: int, claims: np.ndarray, claim_keys: tuple[np.ndarray, np.ndarray],
+           entities: np.ndarray, edges: tuple[np.ndarray, np.ndarray, np.ndarray],
+           canonicals: dict[str, tuple[str, ...]]) -> MentionGraph:
     """The graph of numbered edges (claim, entity, edge revision), each distinct triple once (the
     statements see distinct relationships), indexed both ways."""
     ci, ei, er = edges
@@ -157,11 +166,12 @@ def _build(incarnation: str, seq: int, claims: np.ndarray, claim_revision: np.nd
     distinct = np.ones(len(ci), dtype=bool)
     distinct[1:] = (np.diff(ci) != 0) | (np.diff(ei) != 0) | (np.diff(er) != 0)
     ci, ei, er = ci[distinct], ei[distinct], er[distinct]  # now in (claim, entity, revision) order
-    by_entity = np.lexsort((er, ci, -claim_revision[ci], ei))
+    claim_revision, claim_hash = claim_keys
+    by_entity = np.lexsort((er, ci, claim_hash[ci], -claim_revision[ci], ei))
     first = np.full(len(entities), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(first, ei, er)
     return MentionGraph(
-        incarnation, seq, claims, claim_revision, entities,
+        incarnation, seq, claims, claim_revision, claim_hash, entities,
         _csr(ei, len(entities)), ci[by_entity], er[by_entity], first,
         _csr(ci, len(claims)), ei, er, canonicals, len(ci),
     )
@@ -170,7 +180,7 @@ def _build(incarnation: str, seq: int, claims: np.ndarray, claim_revision: np.nd
 def empty(incarnation: str) -> MentionGraph:
     none = np.array([], dtype=str)
     nums = np.array([], dtype=np.int64)
-    return MentionGraph(incarnation, 0, none, nums, none, np.zeros(1, dtype=np.int64), nums, nums, nums,
+    return MentionGraph(incarnation, 0, none, nums, none, none, np.zeros(1, dtype=np.int64), nums, nums, nums,
                         np.zeros(1, dtype=np.int64), nums, nums, {}, 0)
 
 
@@ -212,7 +222,7 @@ def _leading(mask: np.ndarray, row_of: np.ndarray, rows: int, limit: int) -> np.
 
 def _entity_claims(graph: MentionGraph, entities: np.ndarray, seq: int,
                    limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each entity's first `limit` claims as of `seq`, by claim revision descending, then id:
+    """Each entity's first `limit` claims as of `seq`, by claim revision descending, content hash, then id:
     (positions in entity_claim, index in `entities` of each)."""
     at, row_of = _spans(graph.entity_start, entities)
     keep = _leading(graph.entity_edge_revision[at] <= seq, row_of, len(entities), limit)
@@ -291,7 +301,7 @@ def linked(graph: MentionGraph, seq: int, phrases: Sequence[str],
 
 def _read(tx: ManagedTransaction, cypher: str, cap: int, **params: Any) -> list[_Edge] | None:
     """The edges a statement returns, or None when there are more than `cap`."""
-    rows = [(str(r["c"]), int(r["cr"]), str(r["e"]), str(r["canonical"]), int(r["r"]))
+    rows = [(str(r["c"]), int(r["cr"]), str(r["e"]), str(r["canonical"]), int(r["r"]), str(r["ch"]))
             for r in tx.run(cypher, cap=cap + 1, **params)]
     return None if len(rows) > cap else rows
 

@@ -29,16 +29,18 @@ from neo4j import ManagedTransaction
 MAX_ITERATIONS = 40
 TOLERANCE = 1e-9
 
-# The seeds' neighbourhood: seed entities → (at most max_degree of) the claims that mention them →
-# those claims' entities → the claims that mention *those*. A bridge entity mentioned by more than
-# max_degree claims is a hub ("United States", a team every ticket names): it keeps its edges to the
-# seeds' claims but does not expand — through a hub each claim would get under 1/max_degree of its mass.
+# The seeds' neighbourhood: seed entities → (at most max_degree of) the claims that mention them (the
+# newest; equal revisions — claims written in one call — by content, then id, so the same writes walk
+# alike in any namespace) → those claims' entities → the claims that mention *those*. A bridge entity
+# mentioned by more than max_degree claims is a hub ("United States", a team every ticket names): it keeps
+# its edges to the seeds' claims but does not expand — through a hub each claim would get under
+# 1/max_degree of its mass.
 # MENTIONS only ever runs from a Claim to an Entity (graph.entities writes it), so the far ends are not
 # label-checked: that check was a third of the statement's cost at 100k claims.
 _NEIGHBOURHOOD_CYPHER = (
     "MATCH (seed:Entity {namespace: $ns}) WHERE seed.id IN $entities "
     "CALL (seed) { MATCH (c1)-[m1:MENTIONS]->(seed) WHERE m1.revision <= $seq "
-    "  RETURN c1 ORDER BY c1.revision DESC, c1.id LIMIT $max_degree } "
+    "  RETURN c1 ORDER BY c1.revision DESC, coalesce(c1.content_hash, ''), c1.id LIMIT $max_degree } "
     "WITH DISTINCT c1 "
     "MATCH (c1)-[m2:MENTIONS]->(e2) WHERE m2.revision <= $seq "
     "WITH e2, collect(c1) AS near "

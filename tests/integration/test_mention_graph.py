@@ -38,7 +38,8 @@ def _random_graph(rng: random.Random) -> list[tuple[str, int, str, int]]:
 
 def _write(driver: Any, ns: str, edges: list[tuple[str, int, str, int]]) -> None:
     driver.execute_query(
-        "UNWIND $edges AS e MERGE (c:Claim {namespace: $ns, id: e[0]}) SET c.revision = e[1] "
+        "UNWIND $edges AS e MERGE (c:Claim {namespace: $ns, id: e[0]}) SET c.revision = e[1], "
+        "c.content_hash = reverse(e[0]) "  # another order than the ids', which a revision's ties fall to
         "MERGE (x:Entity {namespace: $ns, id: e[2]}) SET x.canonical = 'name ' + e[2] "
         "MERGE (c)-[:MENTIONS {revision: e[3]}]->(x)", edges=[list(e) for e in edges], ns=ns)
 

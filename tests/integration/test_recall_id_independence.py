@@ -64,6 +64,8 @@ def test_the_same_writes_recall_the_same_packets_under_other_ids(runtime: Any, s
             ProjectionWorker(runtime, WorkerConfig(entity_embeddings=False), detectors=[]).run_once(mem.namespace)
             mem.register_policy(Policy(version="wide", sibling_penalty=1.0))
             mem.register_policy(Policy(version="ppr", sibling_penalty=1.0, graph_expansion="ppr"))
+            # every person and place is then a hub: a seed keeps only some of the claims naming it
+            mem.register_policy(Policy(version="hubs", sibling_penalty=1.0, graph_expansion="ppr", ppr_max_degree=20))
         a, b = mems
         ids = [{it.id for it in m.recall(_QUERIES[0], k=20).items} for m in mems]
         assert not ids[0] & ids[1]  # the two stores share no id: only their contents can agree
@@ -77,6 +79,8 @@ def test_the_same_writes_recall_the_same_packets_under_other_ids(runtime: Any, s
             pa, pb = (m.recall(query, k=10, policy_version="ppr") for m in mems)
             assert "ppr" in pa.stages
             assert _ranked(pa) == _ranked(pb), query
+            ha, hb = (m.recall(query, k=10, policy_version="hubs") for m in mems)
+            assert _ranked(ha) == _ranked(hb), query
             ra, rb = (m.recall_rounds(query, k=10, rounds=2, policy_version="wide") for m in mems)
             assert [(it.content, it.score) for it in ra.items] == [(it.content, it.score) for it in rb.items], query
             assert [r.query for r in ra.rounds] == [r.query for r in rb.rounds]
