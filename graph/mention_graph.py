@@ -45,8 +45,7 @@ from graph import ppr
 
 log = logging.getLogger(__name__)
 
-# (claim id, claim revision, entity id, entity canonical, edge revision) per MENTIONS edge.
-# (claim id, claim revision, entity id, entity canonical, edge revision, claim content hash)
+# (claim id, claim revision, entity id, entity canonical, edge revision, claim content hash) per MENTIONS edge.
 _Edge = tuple[str, int, str, str, int, str]
 
 _WHOLE_CYPHER = (
@@ -267,7 +266,7 @@ def top_ranked(graph: MentionGraph, seq: int, seed_entities: Sequence[str], max_
 
 
 def names(graph: MentionGraph, entity_ids: Sequence[str]) -> dict[str, str]:
-    """graph.ppr.entity_names' answer: each held entity's canonical name."""
+    """The canonical names of graph.ppr.seed_facts: each held entity's."""
     return {e: graph.canonical_of[e] for e in entity_ids if e in graph.canonical_of}
 
 

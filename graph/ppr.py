@@ -153,30 +153,28 @@ def top_numbered(claims: np.ndarray, scores: np.ndarray, names: np.ndarray, limi
     return top_claims(picked, limit)
 
 
-def entity_names(tx: ManagedTransaction, namespace: str, entity_ids: Sequence[str]) -> dict[str, str]:
-    """Each entity's canonical name: what seed choice breaks ties by, since an entity id is derived from
-    its namespace (extraction.entities.job.entity_id)."""
+def seed_facts(tx: ManagedTransaction, namespace: str, seq: int, entity_ids: Sequence[str],
+               cap: int) -> tuple[dict[str, int], dict[str, str]]:
+    """What seed choice reads of each entity, in one statement: how many claims mention it as of `seq`
+    (document frequency: low = specific), counted up to `cap` + 1 — beyond the hub degree every entity
+    is equally unspecific, and counting a hub's every mention cost more than the rest of the seed
+    choice — and its canonical name, which breaks ties of specificity (an entity id is derived from its
+    namespace: extraction.entities.job.entity_id)."""
     if not entity_ids:
-        return {}
-    rows = tx.run("UNWIND $ids AS id MATCH (e:Entity {namespace: $ns, id: id}) USING INDEX e:Entity(id) "
-                  "RETURN id, e.canonical AS canonical", ids=sorted(set(entity_ids)), ns=namespace)
-    return {r["id"]: str(r["canonical"]) for r in rows}
+        return {}, {}
+    rows = list(tx.run(
+        "UNWIND $ids AS id MATCH (e:Entity {namespace: $ns, id: id}) USING INDEX e:Entity(id) "
+        "CALL (e) { MATCH (c)-[m:MENTIONS]->(e) WHERE m.revision <= $seq WITH c LIMIT $over "
+        "RETURN count(c) AS df } RETURN id, df, e.canonical AS canonical",
+        ids=sorted(set(entity_ids)), ns=namespace, seq=seq, over=cap + 1,
+    ))
+    return {r["id"]: int(r["df"]) for r in rows}, {r["id"]: str(r["canonical"]) for r in rows}
 
 
 def entity_specificity(tx: ManagedTransaction, namespace: str, seq: int,
                        entity_ids: Sequence[str], cap: int) -> dict[str, int]:
-    """How many claims mention each entity as of `seq` (document frequency: low = specific), counted
-    up to `cap` + 1: beyond the hub degree every entity is equally unspecific, and counting a hub's
-    every mention cost more than the rest of the seed choice."""
-    if not entity_ids:
-        return {}
-    rows = tx.run(
-        "UNWIND $ids AS id MATCH (e:Entity {namespace: $ns, id: id}) USING INDEX e:Entity(id) "
-        "CALL (e) { MATCH (c)-[m:MENTIONS]->(e) WHERE m.revision <= $seq WITH c LIMIT $over "
-        "RETURN count(c) AS df } RETURN id, df",
-        ids=sorted(set(entity_ids)), ns=namespace, seq=seq, over=cap + 1,
-    )
-    return {r["id"]: int(r["df"]) for r in rows}
+    """The document frequencies of `seed_facts`."""
+    return seed_facts(tx, namespace, seq, entity_ids, cap)[0]
 
 
 def linked_entities(tx: ManagedTransaction, namespace: str, seq: int, phrases: Sequence[str],
@@ -202,5 +200,5 @@ def linked_entities(tx: ManagedTransaction, namespace: str, seq: int, phrases: S
     return query_ids, by_claim
 
 
-__all__ = ["MAX_ITERATIONS", "TOLERANCE", "entity_names", "entity_specificity", "linked_entities", "neighbourhood",
-           "rank", "rank_numbered", "top_claims", "top_numbered"]
+__all__ = ["MAX_ITERATIONS", "TOLERANCE", "entity_specificity", "linked_entities", "neighbourhood", "rank",
+           "rank_numbered", "seed_facts", "top_claims", "top_numbered"]

@@ -16,15 +16,19 @@ from graph.recall.request import RecallRequest
 
 
 class _Walk(NamedTuple):
-    """The steps of graph expansion that read the entity graph, the first three taking seq first: by
+    """The three steps of graph expansion that read the entity graph, each taking seq first: by
     statements (graph.ppr) or over the process's snapshot (graph.mention_graph), with the same answers.
-    `ranked` is the seeds' neighbourhood ranked by PPR and cut to the best `limit` claims (ties at the
-    cut kept); `names` the entities' canonical names, which break seed ties."""
+    `seeds` gives each entity's specificity and canonical name (graph.ppr.seed_facts); `ranked` is the
+    seeds' neighbourhood ranked by PPR and cut to the best `limit` claims (ties at the cut kept)."""
 
     linked: Callable[[int, Sequence[str], Sequence[str]], tuple[list[str], dict[str, list[str]]]]
-    specificity: Callable[[int, Sequence[str], int], dict[str, int]]
+    seeds: Callable[[int, Sequence[str], int], tuple[dict[str, int], dict[str, str]]]
     ranked: Callable[[int, Sequence[str], int, float, int], dict[str, float]]
-    names: Callable[[Sequence[str]], dict[str, str]]
+
+
+def _seed_facts_in_memory(graph: mention_graph.MentionGraph, seq: int, entity_ids: Sequence[str],
+                          cap: int) -> tuple[dict[str, int], dict[str, str]]:
+    return mention_graph.specificity(graph, seq, entity_ids, cap), mention_graph.names(graph, entity_ids)
 
 
 def _ranked_by_statements(tx: ManagedTransaction, namespace: str, seq: int, seeds: Sequence[str], max_degree: int,
@@ -37,11 +41,10 @@ def _walk(tx: ManagedTransaction, req: RecallRequest, held: tuple[str, int] | No
     graph = (req.mentions.graph(tx, req.namespace, held[0], held[1])
              if req.mentions is not None and held is not None else None)
     if graph is None:
-        return _Walk(partial(ppr.linked_entities, tx, req.namespace),
-                     partial(ppr.entity_specificity, tx, req.namespace),
-                     partial(_ranked_by_statements, tx, req.namespace), partial(ppr.entity_names, tx, req.namespace))
-    return _Walk(partial(mention_graph.linked, graph), partial(mention_graph.specificity, graph),
-                 partial(mention_graph.top_ranked, graph), partial(mention_graph.names, graph))
+        return _Walk(partial(ppr.linked_entities, tx, req.namespace), partial(ppr.seed_facts, tx, req.namespace),
+                     partial(_ranked_by_statements, tx, req.namespace))
+    return _Walk(partial(mention_graph.linked, graph), partial(_seed_facts_in_memory, graph),
+                 partial(mention_graph.top_ranked, graph))
 
 
 def ppr_candidates(tx: ManagedTransaction, req: RecallRequest, pool: Pool, seq: int, revision: int,
@@ -60,7 +63,7 @@ def ppr_candidates(tx: ManagedTransaction, req: RecallRequest, pool: Pool, seq: 
     visibility filter as every other candidate; only visible claims are returned.
 
     `held` (the namespace's incarnation and projections_seq, from round trip 1) lets the walk read the
-    process's in-memory entity graph (`req.mentions`) instead of four statements, when it holds one.
+    process's in-memory entity graph (`req.mentions`) instead of three statements, when it holds one.
     """
     policy = req.policy
     similarity = {cid: round(float(r.sim or 0.0), 6) for cid, r in pool.rows.items()}
@@ -69,10 +72,9 @@ def ppr_candidates(tx: ManagedTransaction, req: RecallRequest, pool: Pool, seq: 
     walk = _walk(tx, req, held)
     query_ids, by_claim = walk.linked(seq, req.query_phrases, top)
     candidate_ids = sorted({e for ids in by_claim.values() for e in ids})
-    df = walk.specificity(seq, sorted(set(query_ids) | set(candidate_ids)), policy.ppr_max_degree)
+    df, name = walk.seeds(seq, sorted(set(query_ids) | set(candidate_ids)), policy.ppr_max_degree)
     named = set(query_ids)
-    tied = walk.names(sorted(df))
-    ordered = sorted(df, key=lambda e: (e not in named, df[e], tied.get(e, ""), e))
+    ordered = sorted(df, key=lambda e: (e not in named, df[e], name.get(e, ""), e))
     seeds = [e for e in ordered if df[e] > 0][: policy.ppr_seeds]
     if not seeds:
         return pool, {}

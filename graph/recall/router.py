@@ -120,9 +120,9 @@ _COPULAR = re.compile(r"^\s*(?:what|who|which)(?:\s+[a-z]+)?\s+(?:is|was|are|wer
                       r"^\s*(?:what|who|which)\s+(?:might|would|could|will|may|can|should|must)\s.*\bbe\s*\?*\s*$",
                       re.IGNORECASE)
 # "What language were books being translated into …", "What was Dana doing at …": after its subject (no
-# preposition in it: "What was Dana's reason for getting into …" is a copula) the
-# verb "be" meets a participle — "being"/"been", or an -ing verb with its complement (a preposition, an
-# article or a pronoun next) — so it is the auxiliary of another predicate, not the copula of "what is X?".
+# preposition in it: "What was Dana's reason for getting into …" is a copula) the verb "be" meets a
+# participle — "being"/"been", or an -ing verb with its complement (a preposition, an article or a
+# pronoun next) — so it is the auxiliary of another predicate, not the copula of "what is X?".
 _AUXILIARY_BE = re.compile(
     r"^\s*(?:what|who|which)(?:\s+[a-z]+)?\s+(?:is|was|are|were)\s+"
     r"(?:(?!(?:of|for|in|into|on|at|to|from|with|by|about|after|before|during|toward|towards|like|as|than|over|"
