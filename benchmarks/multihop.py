@@ -110,9 +110,10 @@ def load_hotpotqa(root: Path) -> Dataset:
 
 
 def load_hotpotqa_dev(root: Path) -> Dataset:
-    """The HotpotQA dev sample (hotpotqa_dev_sample/SOURCE.txt): the head of the dev file, cut inside a
-    question, so objects are read until the first incomplete one. It is the set no rule or knob here was
-    looked at on; the corpus is the union of its questions' context paragraphs (distractors included)."""
+    """The HotpotQA dev sample (its source: benchmarks/README.md, "Multi-hop passage retrieval"): the head
+    of the dev file, cut inside a question, so objects are read until the first incomplete one. It is the
+    set no rule or knob here was looked at on; the corpus is the union of its questions' context
+    paragraphs (distractors included)."""
     text = (root / "hotpotqa_dev_sample" / "hotpot_dev_distractor_v1_sample.json").read_text()
     decoder, at, rows = json.JSONDecoder(), text.index("[") + 1, []
     while True:
@@ -392,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=Path("../shared/data"))
     ap.add_argument("--datasets", nargs="+", default=["musique", "hotpotqa"],
                     choices=["musique", "hotpotqa", "hotpotqa-dev"],
-                    help="hotpotqa-dev: the untouched HotpotQA dev sample (its SOURCE.txt), not run by default")
+                    help="hotpotqa-dev: the untouched HotpotQA dev sample (<data>/hotpotqa_dev_sample, source in "
+                         "benchmarks/README.md), not run by default")
     ap.add_argument("--tune", action="store_true", help="run the configuration grid on MuSiQue")
     ap.add_argument("--pooled", action="store_true", help="also run with the 2Wiki corpus as distractors")
     ap.add_argument("--single-names", action="store_true", help="extractor proposes single capitalised words too")
