@@ -12,14 +12,19 @@ What it reads (the rules, `features`): three properties of the question, in gene
 * **multi-hop** — the question describes an entity instead of naming it, and then asks about it. A
   description is a relation: "the X of Y" (X a relational noun, not "name"/"kind"/"part" and not the
   "city of Paris" apposition), a possessive ("Y's X"), a relative clause ("the band *that* made …",
-  "the city *where* …"), a reduced relative ("the country *Signmark is from*"), or a participle
-  ("the film *directed by* …"). The main predicate is one more relation, except for a copular question
+  "the city *where* …"), a reduced relative ("the country *Signmark is from*"), a participle
+  ("the film *directed by* …", "which comedy *produced by* X …"), or a question word inside a modifier of
+  a noun phrase ("… played for a team *based in what state*?": that team is found first, then asked
+  about). The main predicate is one more relation, except for a copular question
   ("What is the capital of France?", "What is Caroline's job?"), which asks for the description itself
   — unless "be" is the auxiliary of a participle ("What language were texts being copied into …?").
   Names, numbers and dates may precede the head noun ("the March 5, 2001 episode of X"); "of" a month
   or a number dates a time ("the first week of June") and is no relation. Two or more relations: multi-hop.
 * **comparison** — comparatives and superlatives, "both", "same"/"different", "either"/"neither",
-  "than", and alternatives ("… A or B?"): the question is about two or more things at once.
+  "than", "in common", "respective", and alternatives ("… A or B?"): the question is about two or more
+  things at once, each to be found. Two names joined by "and" alone are not: "Did Ada and Grace go
+  hiking?" mostly asks about one event they shared (a collective reading, one hit), and the distributive
+  reading is the one these words mark.
 * **temporal** — "when", "what year/date/…", "how long", "before/after/during/since/until", a year,
   a month or a season.
 
@@ -78,8 +83,9 @@ _DET = r"(?:the|a|an|its|his|her|their|our|your|this|that|these|those)"
 # Before a noun phrase's head: names, proper adjectives, numbers and dates ("the British edition", "the May 3,
 # 1999 episode"), then at most two lower-case words ("the best-selling debut album").
 _NAMED_OR_NUMBER = r"(?:[A-Z][\w'’-]*|\d[\d.,/-]*)"
+_PREMODIFIERS = rf"(?:{_NAMED_OR_NUMBER}\s+){{0,3}}(?:[a-z][\w-]*\s+){{0,2}}?"
 # The object is looked at, not consumed: "the spouse of the director of X" holds two.
-_OF = re.compile(rf"\b{_DET}\s+(?:{_NAMED_OR_NUMBER}\s+){{0,3}}(?:[a-z][\w-]*\s+){{0,2}}?([a-z][\w-]*)\s+of\s+"
+_OF = re.compile(rf"\b{_DET}\s+{_PREMODIFIERS}([a-z][\w-]*)\s+of\s+"
                  r"(?=(\S+))")
 _OF_AFTER_POSSESSIVE = re.compile(r"(?:'s|s')\s+(?:[a-z][\w-]*\s+){0,2}?([a-z][\w-]*)\s+of\s+(?=(\S+))")
 _POSSESSIVE = re.compile(r"\b([\w.-]+)(?:'s|’s)\b|\b(\w+s)'(?=\s)")
@@ -95,18 +101,29 @@ _NAME = r"[A-Z][\w.'’-]*(?:\s+(?:of|the|de|du|van|von|and|[A-Z0-9][\w.'’-]*)
 _REDUCED = re.compile(rf"\bthe\s+([a-z][\w-]*)\s+(?:the\s+)?{_NAME}\s+(?:is|was|are|were|has|had|did|does|do|can|"
                       r"will|would|[a-z]+ed)\b")
 _PARTICIPLE = re.compile(
-    rf"\b{_DET}\s+(?:[a-z][\w-]*\s+){{0,2}}?[a-z][\w-]*\s+(?:known\s+as|named\s+(?:after|for)|(?:directed|written|"
+    rf"\b{_DET}\s+{_PREMODIFIERS}[a-z][\w-]*\s+(?:known\s+as|named\s+(?:after|for)|(?:directed|written|"
     r"produced|founded|created|composed|performed|owned|built|designed|invented|played|sung|voiced|published|"
     r"developed|led|ruled|located|based|born|made|released|formed|started|established|situated|held|fought|"
     r"signed|won|discovered|painted|recorded|named|considered)\s+(?:by|in|at|from|for|on|as|after|during))\b")
 # "the country containing X", "the candidates running for …": a present participle after a noun.
-_ING = re.compile(rf"\b{_DET}\s+(?:[a-z][\w-]*\s+){{0,2}}?([a-z][\w-]*)\s+([a-z]+ing)\s+(?:[A-Z]|(?:the|a|an|"
+_ING = re.compile(rf"\b{_DET}\s+{_PREMODIFIERS}([a-z][\w-]*)\s+([a-z]+ing)\s+(?:[A-Z]|(?:the|a|an|"
                   r"for|in|of|to|at|on|by|with|from|as)\b)")
 _NOT_ING = frozenset({"morning", "evening", "thing", "something", "nothing", "anything", "everything", "king",
                       "ring", "spring", "string", "wedding", "building", "meeting", "painting", "clothing", "ceiling",
                       "during", "being", "opening", "ending", "beginning", "feeling", "training", "setting", "wing",
                       "hearing", "reading", "writing", "singing", "dancing", "swimming", "running", "hiking",
                       "camping", "cooking", "shopping", "fishing", "skiing", "surfing", "drawing", "parking"})
+# "a band from what city?", "an NFL team based in which state?": the question word sits in a modifier of a noun
+# phrase, so the thing that noun phrase describes is found first and then asked about ("of" is _OF's).
+_WH_IN_MODIFIER = re.compile(rf"\b{_DET}\s+{_PREMODIFIERS}[a-z][\w-]*\s+(?:[a-z]+ed\s+)?(?:from|in|by|at|on|for|"
+                             r"with|near)\s+(?:what|which)\b")
+# "Which 1988 comedy produced by X had …", "What franchise created by X starred Y?": a participle with its agent
+# after a question word's noun phrase, no auxiliary between — a reduced relative, since a passive main verb
+# would need "be" ("What was produced by X?" is no relation).
+_WH_PARTICIPLE_BY = re.compile(
+    r"^\s*(?:which|what)\s+(?:(?!(?:is|was|are|were|be|been|being|has|have|had|do|does|did|can|could|will|would|"
+    r"shall|should|may|might|must)\b)[\w'’.-]+\s+){1,5}?(?:[a-z]+ed|[a-z]+en|made|sung|led|held|built|won|sold|"
+    r"told|taught|found|drawn|known|shown|grown|thrown)\s+by\b", re.IGNORECASE)
 # "the Titanic director", "the It'll Be Me singer": a role named by what it is the role of.
 _ROLE_OF_NAME = re.compile(
     r"\bthe\s+[A-Z][\w.'’-]*(?:\s+[A-Z][\w.'’-]*)*\s+(singer|director|author|writer|performer|founder|owner|"
@@ -138,7 +155,7 @@ _COMPARISON = re.compile(
     r"youngest|longer|longest|shorter|shortest|larger|largest|smaller|smallest|bigger|biggest|higher|highest|"
     r"lower|lowest|greater|greatest|closer|closest|farther|farthest|further|furthest|faster|fastest|slower|"
     r"slowest|taller|tallest|heavier|heaviest|both|same|different|either|neither|than|compared?|"
-    r"first\s*[,?]|came\s+first|last\s*[,?])", re.IGNORECASE)
+    r"first\s*[,?]|came\s+first|last\s*[,?]|in\s+common|respective|respectively)", re.IGNORECASE)
 # "the deepest", "the most …": a superlative compares a thing with all the others.
 _SUPERLATIVE = re.compile(r"\bthe\s+(?:[a-z]+\s+)?(?:most|least|([a-z]{2,}est))\b", re.IGNORECASE)
 _NOT_SUPERLATIVE = frozenset({"west", "forest", "interest", "request", "contest", "rest", "test", "chest", "nest",
@@ -195,6 +212,8 @@ def relations(question: str) -> list[str]:
     found += ["participle" for m in _ING.finditer(text) if m.group(2).lower() not in _NOT_ING
               and m.group(1).lower() not in _NOT_ING]
     found += ["role" for _ in _ROLE_OF_NAME.finditer(text)]
+    found += ["wh-modifier" for _ in _WH_IN_MODIFIER.finditer(text)]
+    found += ["participle" for _ in _WH_PARTICIPLE_BY.finditer(text)]
     return found
 
 

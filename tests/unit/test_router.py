@@ -35,6 +35,9 @@ FULL = Policy(version="full", graph_expansion="ppr", dedup_jaccard=0.7, router="
     "Who wrote the 1968 British edition of Solaris?",  # a year and a proper adjective before it
     "What language were texts being copied into during the reign of Offa?",  # "be" an auxiliary, no copula
     "What was Dana listening to on the day of Ada's wedding?",
+    "Ada Lovelace worked with a mathematician from what country?",  # the question word in a modifier
+    "Where did the Dutch painter born in Leiden study?",  # a proper adjective before a participle's noun
+    "Which 1971 comedy produced by Hammer starred Ada Byron?",  # a participle with its agent after "which N"
 ])
 def test_nested_descriptions_are_multi_hop(question: str) -> None:
     assert MULTI_HOP in router.features(question), (question, router.relations(question))
@@ -54,6 +57,9 @@ def test_nested_descriptions_are_multi_hop(question: str) -> None:
     "What did Dana cook in the first week of June?",  # "of" a month dates a time, it names no thing
     "Where did Dana hike in the summer of 2022?",
     "What did Dana buy to remind her of the trip?",  # "her" is an object, not the head of a noun phrase
+    "What was produced by Hammer in 1971?",  # a passive main verb: "be" before the participle
+    "Which team played in the 1990 final?",  # a past tense main verb, no agent
+    "In what city did Dana grow up?",  # the question word opens the question, it modifies nothing
 ])
 def test_direct_questions_are_single_hop(question: str) -> None:
     assert MULTI_HOP not in router.features(question), (question, router.relations(question))
@@ -67,9 +73,18 @@ def test_direct_questions_are_single_hop(question: str) -> None:
     "Which lake is the deepest in Europe?",
     "Is the bridge longer than the tunnel?",
     "Did Dana go hiking or swimming?",
+    "What do Ada Lovelace and Grace Hopper have in common?",
+    "What roles did the two founders play in their respective companies?",
 ])
 def test_comparisons(question: str) -> None:
     assert COMPARISON in router.features(question)
+
+
+def test_two_names_joined_by_and_are_no_comparison() -> None:
+    """A collective reading (one event the two shared) needs one hit; only words that distribute
+    ("both", "respective", "in common") make it two."""
+    assert COMPARISON not in router.features("Did Ada and Grace go hiking together?")
+    assert COMPARISON in router.features("Did Ada and Grace both go hiking?")
 
 
 @pytest.mark.parametrize("question", [
