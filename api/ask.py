@@ -12,11 +12,12 @@ Why it is built this way:
   thought, which names what is still missing. Rounds stop early when the next query would add
   nothing, or (policy `ask_stop_when_answered`) once the reader answered with a valid citation.
 * **Routed**: under a policy with a `router` (graph.recall.router), a question it finds neither
-  multi-hop nor a comparison gets one round, and later rounds run the stages round 1's router chose
-  (pinned from round 1's packet), not a decision of their own on the expanded query. In
-  `recall_rounds`, which always runs the later rounds a multi-hop question allows, the router leaves
-  the second hop to them and skips graph expansion ("router:later-rounds"); `ask` does not, because
-  whether a later round runs there depends on the reader's answer.
+  multi-hop nor a comparison gets one round (two in the offline expansion when round 1 names a bridge
+  another claim is about), and later rounds run the stages round 1's router chose (pinned from round
+  1's packet), not a decision of their own on the expanded query. Graph expansion runs in every round
+  as the policy has it: PPR and the rounds together find more than the rounds alone on the multi-hop
+  sets, so neither `recall_rounds` nor `ask` leaves the second hop to the rounds (a caller running its
+  own rounds may: `Memory.recall(later_rounds=True)`).
 * **Bounded**: at most `ask_rounds` rounds (≤ limits.MAX_ASK_ROUNDS), one reader call per round;
   the reader sees the fused items of the rounds so far, at most k per round.
 """

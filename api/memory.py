@@ -515,7 +515,7 @@ class Memory:
             return None, None
         held = router_q.pinned(pinned_route) if pinned_route else None
         if held is not None:
-            return router_q.decide(pol, held.features, held.how, later_rounds=held.later_rounds), None
+            return router_q.held(pol, held), None
         if pol.router == "rules" or not pol.router_model:
             return router_q.route(text, pol, later_rounds=later_rounds), None
         if pol.router_model not in asked:

@@ -1,9 +1,9 @@
 """The router: which of the stages a policy allows run for this query, read off the question's structure.
 
 Why it exists: the stages that find a second hop — graph expansion (PPR) and the later rounds of
-`recall_rounds` / `ask` — pay off on questions that need one and cost elsewhere (on conversation
-memory PPR costs recall; every stage costs latency). So the policy names the stages a recall *may*
-run, and the router (policy `router`) decides per query which of them do. It only ever removes a
+`recall_rounds` / `ask` — pay off on questions that need one and cost elsewhere (a second round on
+conversation memory costs recall; every stage costs latency). So the policy names the stages a recall
+*may* run, and the router (policy `router`) decides per query which of them do. It only ever removes a
 stage the policy allows; it never adds one.
 
 What it reads (the rules, `features`): three properties of the question, in general linguistic terms
@@ -29,24 +29,28 @@ What it reads (the rules, `features`): three properties of the question, in gene
   a month or a season.
 
 What it decides (`decide`): a question that is neither multi-hop nor a comparison is answered by
-one direct hit, so graph expansion is skipped ("router:skip-ppr") and so are later rounds
-("router:one-round") — unless the first round's top items name a bridge another claim is about (it
-declares it as its subject or opens with it: graph.rounds), which the wording of a question cannot
-show; a temporal question keeps near-duplicates (dedup skipped, "router:skip-dedup"): the same words
-said at two times are two events. A multi-hop question or a comparison keeps every stage — unless
-the caller says it will take the second hop through its own later rounds (`later_rounds`), which
-skips graph expansion ("router:later-rounds", "router:skip-ppr"): PPR and the offline second round are
-two ways to the same hop. `recall_rounds` does not say so: with PPR deterministic, both together find
-more on the multi-hop sets than the rounds alone (benchmarks/README.md, "PPR repeats; the router keeps
-PPR in its rounds"). The rest of the policy is untouched.
+one direct hit, so later rounds are skipped ("router:one-round") — unless the first round's top items
+name a bridge another claim is about (it declares it as its subject or opens with it: graph.rounds),
+which the wording of a question cannot show. Graph expansion stays as the policy has it: the policy
+chose PPR for its corpus, from a direct question's own entities it costs a few milliseconds, and when
+the wording hid a hop it still finds it (every MuSiQue question forced down this route: R@5 66.7 with
+PPR, 65.1 without; benchmarks/README.md, "What a misread question costs"). A temporal question keeps
+near-duplicates (dedup skipped, "router:skip-dedup"): the same words said at two times are two events.
+A multi-hop question or a comparison keeps every stage — unless the caller says it will take the second
+hop through its own later rounds (`later_rounds`), which skips graph expansion ("router:later-rounds",
+"router:skip-ppr"): PPR and the offline second round are two ways to the same hop. `recall_rounds` does
+not say so: with PPR deterministic, both together find more on the multi-hop sets than the rounds alone
+(benchmarks/README.md, "PPR repeats; the router keeps PPR in its rounds"). The rest of the policy is
+untouched.
 
 The packet's `stages` records the decision first: "router:rules" (or "router:llm", or
 "router:llm-unavailable" when the model could not answer and the rules decided), the properties found
 ("router:multi-hop", "router:comparison", "router:temporal"; "router:single-hop" when neither of the
-first two), then what was skipped. The decision is a pure function of (properties, policy), so a packet's
-stages pin it (`pinned`): a replay, or the later rounds of one question, decide as the packet did without
-asking the rules (or a model) again. The LLM router (extraction.router_llm) answers the same three
-properties; graph never calls a model for it.
+first two), then what was skipped. A packet's stages pin its decision (`pinned`, `held`): a replay, or
+the later rounds of one question, run the stages the packet records — not a decision made again, by
+the rules as they are now or by a model — so a packet logged before these rules changed still replays.
+The LLM router (extraction.router_llm) answers the same three properties; graph never calls a model
+for it.
 """
 
 from __future__ import annotations
@@ -276,18 +280,24 @@ def decide(policy: Policy, found: frozenset[str] | set[str], how: str = "rules",
     stages = [f"{PREFIX}{how}", *(f"{PREFIX}{f}" for f in FEATURES if f in props)]
     if not hop:
         stages.append(f"{PREFIX}{SINGLE_HOP}")
-    update: dict[str, object] = {}
-    if policy.graph_expansion != "none" and (not hop or later_rounds):
-        update["graph_expansion"] = "none"
-        if hop:
-            stages.append(f"{PREFIX}{LATER_ROUNDS}")
-        stages.append(f"{PREFIX}{SKIP_PPR}")
+    if policy.graph_expansion != "none" and hop and later_rounds:
+        stages += [f"{PREFIX}{LATER_ROUNDS}", f"{PREFIX}{SKIP_PPR}"]
     if TEMPORAL in props and policy.dedup_jaccard is not None:
-        update["dedup_jaccard"] = None
         stages.append(f"{PREFIX}{SKIP_DEDUP}")
     if not hop:
         stages.append(f"{PREFIX}{ONE_ROUND}")
-    return Route(policy.model_copy(update=update) if update else policy, hop, tuple(stages), props)
+    return _applied(policy, tuple(stages), props)
+
+
+def _applied(policy: Policy, stages: tuple[str, ...], props: frozenset[str]) -> Route:
+    """The route `stages` record, under `policy`: the stages they say were skipped switched off."""
+    update: dict[str, object] = {}
+    if f"{PREFIX}{SKIP_PPR}" in stages and policy.graph_expansion != "none":
+        update["graph_expansion"] = "none"
+    if f"{PREFIX}{SKIP_DEDUP}" in stages and policy.dedup_jaccard is not None:
+        update["dedup_jaccard"] = None
+    return Route(policy.model_copy(update=update) if update else policy, f"{PREFIX}{ONE_ROUND}" not in stages,
+                 stages, props)
 
 
 def route(question: str, policy: Policy, *, later_rounds: bool = False) -> Route:
@@ -298,12 +308,13 @@ def route(question: str, policy: Policy, *, later_rounds: bool = False) -> Route
 
 @dataclass(frozen=True)
 class Pinned:
-    """A decision read back from a packet's stages: how it was made, the properties it found, and whether
-    it left the second hop to later rounds."""
+    """A decision read back from a packet's stages: how it was made, the properties it found, whether it
+    left the second hop to later rounds, and its own entries in the stages, in their order."""
 
     how: str
     features: frozenset[str]
     later_rounds: bool = False
+    stages: tuple[str, ...] = ()
 
 
 def pinned(stages: Sequence[str]) -> Pinned | None:
@@ -312,7 +323,15 @@ def pinned(stages: Sequence[str]) -> Pinned | None:
     if how is None:
         return None
     return Pinned(how, frozenset(s[len(PREFIX):] for s in stages if s.startswith(PREFIX)
-                                 and s[len(PREFIX):] in FEATURES), f"{PREFIX}{LATER_ROUNDS}" in stages)
+                                 and s[len(PREFIX):] in FEATURES), f"{PREFIX}{LATER_ROUNDS}" in stages,
+                  tuple(s for s in stages if s.startswith(PREFIX)))
+
+
+def held(policy: Policy, pin: Pinned) -> Route:
+    """The decision `pin` recorded, applied as recorded — not decided again: a packet logged before the
+    rules of `decide` changed replays with the stages it ran, and the later rounds of one question run
+    what round 1 ran."""
+    return _applied(policy, pin.stages, pin.features)
 
 
 def allows_rounds(stages: Sequence[str]) -> bool:
@@ -327,4 +346,5 @@ def routed(req: RecallRequest, decision: Route) -> RecallRequest:
 
 
 __all__ = ["COMPARISON", "FEATURES", "HOW", "LATER_ROUNDS", "MULTI_HOP", "TEMPORAL", "Pinned", "Route",
-           "allows_rounds", "decide", "features", "hops", "is_copular", "pinned", "relations", "route", "routed"]
+           "allows_rounds", "decide", "features", "held", "hops", "is_copular", "pinned", "relations", "route",
+           "routed"]

@@ -30,7 +30,8 @@ pytestmark = pytest.mark.integration
 MULTI_HOP = "Where was the director of Northern Lights born?"
 SINGLE_HOP = "Who directed Northern Lights?"
 PPR = {"k": 3, "graph_expansion": "ppr", "sibling_penalty": 1.0}
-SKIPPED = ["router:rules", "router:single-hop", "router:skip-ppr", "router:one-round"]
+# A one-hop reading: no later rounds; graph expansion as the policy says.
+ONE_HOP = ["router:rules", "router:single-hop", "router:one-round", "ppr"]
 MODEL = "gpt-4o-mini"  # priced in litellm's local cost map
 
 
@@ -56,8 +57,8 @@ def test_a_routed_recall_records_its_stages_and_replays(runtime: Any, namespace:
     assert _ranked(hop) == _ranked(memory.recall(MULTI_HOP, policy_version="ppr"))
 
     direct = memory.recall(SINGLE_HOP, policy_version="routed")
-    assert direct.stages == SKIPPED
-    assert _ranked(direct) == _ranked(memory.recall(SINGLE_HOP, policy_version="hybrid"))
+    assert direct.stages == ONE_HOP
+    assert _ranked(direct) == _ranked(memory.recall(SINGLE_HOP, policy_version="ppr"))
 
     for packet, question in ((hop, MULTI_HOP), (direct, SINGLE_HOP)):
         _same(packet, memory.recall(question, policy_version="routed"))
@@ -65,6 +66,13 @@ def test_a_routed_recall_records_its_stages_and_replays(runtime: Any, namespace:
         assert replayed.matches and replayed.packet.stages == packet.stages
     # what the router decided is part of the packet's identity
     assert "route" in json.loads(hop.canonical_json())
+    # A decision is taken from the stages as they were recorded, not made again: a packet routed when a
+    # one-hop reading skipped PPR (as the rules once did) runs and replays without it.
+    earlier = ["router:rules", "router:single-hop", "router:skip-ppr", "router:one-round"]
+    old = memory.recall(SINGLE_HOP, policy_version="routed", pinned_route=earlier)
+    assert old.stages == earlier
+    assert _ranked(old) == _ranked(memory.recall(SINGLE_HOP, policy_version="hybrid"))
+    assert memory.replay(old.fingerprint).matches and old.fingerprint != direct.fingerprint
 
 
 def test_later_rounds_follow_round_one(runtime: Any, driver: Any, namespace: str) -> None:
@@ -74,7 +82,7 @@ def test_later_rounds_follow_round_one(runtime: Any, driver: Any, namespace: str
     # Read as one hop, but round 1's film passage names Ada Brennan, whom another claim is about (its
     # declared subject): the second round runs, towards her.
     direct = memory.recall_rounds(SINGLE_HOP, policy_version="routed", rounds=3)
-    assert direct.rounds[0].packet.stages == SKIPPED
+    assert direct.rounds[0].packet.stages == ONE_HOP
     assert len(direct.rounds) == 2 and "Ada Brennan" in direct.rounds[1].added_terms
     # Passages without declared subjects, Ada Brennan's not opening with her name: another claim mentions
     # her, none is about her — nowhere for a second hop to go, one round.
@@ -86,7 +94,7 @@ def test_later_rounds_follow_round_one(runtime: Any, driver: Any, namespace: str
         ProjectionWorker(runtime, WorkerConfig(entity_embeddings=False), detectors=[]).run_once(plain.namespace)
         plain.register_policy({"version": "routed", **PPR, "router": "rules"})
         alone = plain.recall_rounds(SINGLE_HOP, policy_version="routed", rounds=3)
-        assert alone.rounds[0].packet.stages == SKIPPED and len(alone.rounds) == 1
+        assert alone.rounds[0].packet.stages == ONE_HOP and len(alone.rounds) == 1
         # Without the router the plain namespace does run a second round: it is the rule that stopped it.
         plain.register_policy({"version": "unrouted", **PPR})
         assert len(plain.recall_rounds(SINGLE_HOP, policy_version="unrouted", rounds=2).rounds) == 2
@@ -142,7 +150,7 @@ def test_the_llm_router_in_one_call_with_its_cost(runtime: Any, driver: Any, nam
     packet = memory.recall(MULTI_HOP, policy_version="llm")
     assert len(calls) == 1 and calls[0]["messages"][-1]["content"] == MULTI_HOP and calls[0]["model"] == MODEL
     # the model's verdict, not the rules' (which call this question multi-hop), decided
-    assert packet.stages == ["router:llm", *SKIPPED[1:]]
+    assert packet.stages == ["router:llm", *ONE_HOP[1:]]
     cost = packet.router_cost
     assert cost is not None and cost.model == MODEL and not cost.failed
     assert cost.prompt_tokens > 0 and cost.cost_usd is not None and cost.cost_usd > 0
@@ -208,4 +216,4 @@ def test_graphql_takes_the_router_and_names_its_fields(runtime: Any, namespace: 
                   '{ router routerModel graphExpansion } }')
         assert reg["data"]["registerPolicy"] == {"router": "rules", "routerModel": None, "graphExpansion": "ppr"}
         got = gql('{ recall(query: "' + SINGLE_HOP + '", policyVersion: "r1") { stages routerCost { model } } }')
-    assert got["data"]["recall"] == {"stages": SKIPPED, "routerCost": None}
+    assert got["data"]["recall"] == {"stages": ONE_HOP, "routerCost": None}

@@ -120,6 +120,7 @@ def test_the_router_only_switches_stages_off_and_its_stages_pin_the_decision(
     held = router.pinned(decision.stages)
     assert held is not None and held.how == how
     assert router.decide(policy, held.features, held.how, later_rounds=held.later_rounds) == decision
+    assert router.held(policy, held) == decision
 
 
 question_words = st.lists(st.sampled_from([
