@@ -198,7 +198,8 @@ class Policy(BaseModel):
     # possessives —, comparisons, time expressions); "llm" asks `router_model` (one call, a typed answer)
     # for the same three properties and falls back to the rules when the call fails. Questions with
     # neither multi-hop nor comparison structure skip later rounds (unless round 1 names a bridge another
-    # claim is about); time questions skip dedup. The packet's `stages` records the decision ("router:…"). "none": the policy decides.
+    # claim is about); time questions skip dedup. The packet's `stages` records the decision
+    # ("router:…"). "none": the policy decides.
     router: Literal["none", "rules", "llm"] = "none"
     router_model: str | None = Field(default=None, min_length=1, max_length=200)
     embedding_model: str = "all-MiniLM-L6-v2"
