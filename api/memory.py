@@ -99,6 +99,23 @@ def _opt_text(value: Any, field: str) -> str | None:
     return None if value is None else _text(value, field)
 
 
+_MAX_PINNED_STAGES = 64  # a packet records a handful of stages; a pinned route is one packet's
+
+
+def _check_pinned_route(stages: Sequence[str]) -> None:
+    """A pinned route is an earlier packet's `stages`: its router entries are applied as recorded
+    (graph.recall.router.held), so only entries a decision can write are taken."""
+    from graph.recall import router as router_q
+
+    if len(stages) > _MAX_PINNED_STAGES:
+        raise LimitExceededError(f"pinned_route must hold at most {_MAX_PINNED_STAGES} stages",
+                                 field="pinned_route", limit=_MAX_PINNED_STAGES)
+    unknown = sorted({s for s in stages if s.startswith(router_q.PREFIX) and s not in router_q.ENTRIES})
+    if unknown:
+        raise BadInputError(f"pinned_route holds router entries no decision writes: {', '.join(unknown[:5])}",
+                            field="pinned_route")
+
+
 def validate_namespace(namespace: str) -> str:
     if not isinstance(namespace, str) or not limits.NAMESPACE_RE.match(namespace):
         raise BadInputError("namespace must be 1-64 characters of letters, digits, '_', '.', '-'",
@@ -438,6 +455,8 @@ class Memory:
         if pinned_route is not None and (isinstance(pinned_route, str)
                                          or not all(isinstance(s, str) for s in pinned_route)):
             raise BadInputError("pinned_route must be a list of stage names", field="pinned_route")
+        if pinned_route is not None:
+            _check_pinned_route(pinned_route)
         if not isinstance(query, str) or not _text(query, "query").strip():
             raise BadInputError("query must not be empty", field="query")
         _opt_text(policy_version, "policy_version")

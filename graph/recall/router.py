@@ -69,6 +69,9 @@ SINGLE_HOP = "single-hop"
 SKIP_PPR, SKIP_DEDUP, ONE_ROUND = "skip-ppr", "skip-dedup", "one-round"
 LATER_ROUNDS = "later-rounds"  # the second hop is left to the later rounds the caller runs
 PREFIX = "router:"
+# Every entry a decision can write into a packet's stages: what a pinned route may hold.
+ENTRIES = frozenset(f"{PREFIX}{e}" for e in (*HOW, *FEATURES, SINGLE_HOP, SKIP_PPR, SKIP_DEDUP, ONE_ROUND,
+                                              LATER_ROUNDS))
 
 # Nouns that head an "of" phrase without naming a relation to resolve ("the name of …", "a kind of …").
 _LIGHT = frozenset({
@@ -345,6 +348,6 @@ def routed(req: RecallRequest, decision: Route) -> RecallRequest:
     return replace(req, policy=decision.policy, route=decision.stages)
 
 
-__all__ = ["COMPARISON", "FEATURES", "HOW", "LATER_ROUNDS", "MULTI_HOP", "TEMPORAL", "Pinned", "Route",
+__all__ = ["COMPARISON", "ENTRIES", "FEATURES", "HOW", "LATER_ROUNDS", "MULTI_HOP", "TEMPORAL", "Pinned", "Route",
            "allows_rounds", "decide", "features", "held", "hops", "is_copular", "pinned", "relations", "route",
            "routed"]

@@ -20,6 +20,7 @@ from api.runtime import Runtime
 from api.worker import ProjectionWorker, WorkerConfig
 from extraction.reader import ReaderOptions
 from graph.maintenance import drop_namespace
+from schema.errors import BadInputError, LimitExceededError
 from schema.models import PACKET_DERIVED, ContextPacket
 from tests.graphql_client import keyed_graphql
 from tests.northern_lights import CORPUS
@@ -73,6 +74,13 @@ def test_a_routed_recall_records_its_stages_and_replays(runtime: Any, namespace:
     assert old.stages == earlier
     assert _ranked(old) == _ranked(memory.recall(SINGLE_HOP, policy_version="hybrid"))
     assert memory.replay(old.fingerprint).matches and old.fingerprint != direct.fingerprint
+    # Only what a decision writes can be pinned, and a route is one packet's stages, not an unbounded list.
+    with pytest.raises(BadInputError) as bad:
+        memory.recall(SINGLE_HOP, policy_version="routed", pinned_route=[*earlier, "router:skip-everything"])
+    assert bad.value.field == "pinned_route" and "router:skip-everything" in bad.value.message
+    with pytest.raises(LimitExceededError) as long:
+        memory.recall(SINGLE_HOP, policy_version="routed", pinned_route=["ppr"] * 65)
+    assert long.value.field == "pinned_route" and long.value.limit == 64
 
 
 def test_later_rounds_follow_round_one(runtime: Any, driver: Any, namespace: str) -> None:
