@@ -265,19 +265,16 @@ def top_ranked(graph: MentionGraph, seq: int, seed_entities: Sequence[str], max_
     return ppr.top_numbered(*ppr.rank_numbered(claim, entity, seeds, damping=damping), graph.claims, limit)
 
 
-def names(graph: MentionGraph, entity_ids: Sequence[str]) -> dict[str, str]:
-    """The canonical names of graph.ppr.seed_facts: each held entity's."""
-    return {e: graph.canonical_of[e] for e in entity_ids if e in graph.canonical_of}
-
-
-def specificity(graph: MentionGraph, seq: int, entity_ids: Sequence[str], cap: int) -> dict[str, int]:
-    """graph.ppr.entity_specificity's positive counts: claims mentioning each entity as of `seq`, up to
-    cap + 1. Entities no claim mentions by then are left out (the statement counts them 0, and seed
-    choice drops a 0)."""
+def seed_facts(graph: MentionGraph, seq: int, entity_ids: Sequence[str],
+               cap: int) -> tuple[dict[str, int], dict[str, str]]:
+    """graph.ppr.seed_facts' answer for the entities some claim mentions by `seq`: their specificity
+    (claims mentioning each, up to cap + 1) and their canonical names. Entities no claim mentions by then
+    are left out of the counts (the statement counts them 0, and seed choice drops a 0)."""
     entities = _number(graph.entities, entity_ids)
     _, row_of = _entity_claims(graph, entities, seq, cap + 1)
     counts = np.bincount(row_of, minlength=len(entities))
-    return {name: int(n) for name, n in zip(graph.entities[entities].tolist(), counts.tolist(), strict=True) if n > 0}
+    df = {name: int(n) for name, n in zip(graph.entities[entities].tolist(), counts.tolist(), strict=True) if n > 0}
+    return df, {e: graph.canonical_of[e] for e in entity_ids if e in graph.canonical_of}
 
 
 def linked(graph: MentionGraph, seq: int, phrases: Sequence[str],
@@ -420,4 +417,4 @@ class MentionCache:
             return {namespace: g.seq for namespace, g in self._graphs.items()}
 
 
-__all__ = ["MentionCache", "MentionGraph", "empty", "linked", "neighbourhood", "specificity", "top_ranked"]
+__all__ = ["MentionCache", "MentionGraph", "empty", "linked", "neighbourhood", "seed_facts", "top_ranked"]

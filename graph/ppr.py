@@ -171,12 +171,6 @@ def seed_facts(tx: ManagedTransaction, namespace: str, seq: int, entity_ids: Seq
     return {r["id"]: int(r["df"]) for r in rows}, {r["id"]: str(r["canonical"]) for r in rows}
 
 
-def entity_specificity(tx: ManagedTransaction, namespace: str, seq: int,
-                       entity_ids: Sequence[str], cap: int) -> dict[str, int]:
-    """The document frequencies of `seed_facts`."""
-    return seed_facts(tx, namespace, seq, entity_ids, cap)[0]
-
-
 def linked_entities(tx: ManagedTransaction, namespace: str, seq: int, phrases: Sequence[str],
                     claim_ids: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
     """Entities named by the query (canonical phrase = entity canonical) and those mentioned by the
@@ -200,5 +194,5 @@ def linked_entities(tx: ManagedTransaction, namespace: str, seq: int, phrases: S
     return query_ids, by_claim
 
 
-__all__ = ["MAX_ITERATIONS", "TOLERANCE", "entity_specificity", "linked_entities", "neighbourhood", "rank",
-           "rank_numbered", "seed_facts", "top_claims", "top_numbered"]
+__all__ = ["MAX_ITERATIONS", "TOLERANCE", "linked_entities", "neighbourhood", "rank", "rank_numbered", "seed_facts",
+           "top_claims", "top_numbered"]

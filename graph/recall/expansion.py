@@ -26,11 +26,6 @@ class _Walk(NamedTuple):
     ranked: Callable[[int, Sequence[str], int, float, int], dict[str, float]]
 
 
-def _seed_facts_in_memory(graph: mention_graph.MentionGraph, seq: int, entity_ids: Sequence[str],
-                          cap: int) -> tuple[dict[str, int], dict[str, str]]:
-    return mention_graph.specificity(graph, seq, entity_ids, cap), mention_graph.names(graph, entity_ids)
-
-
 def _ranked_by_statements(tx: ManagedTransaction, namespace: str, seq: int, seeds: Sequence[str], max_degree: int,
                           damping: float, limit: int) -> dict[str, float]:
     pairs = ppr.neighbourhood(tx, namespace, seq, seeds, max_degree)
@@ -43,7 +38,7 @@ def _walk(tx: ManagedTransaction, req: RecallRequest, held: tuple[str, int] | No
     if graph is None:
         return _Walk(partial(ppr.linked_entities, tx, req.namespace), partial(ppr.seed_facts, tx, req.namespace),
                      partial(_ranked_by_statements, tx, req.namespace))
-    return _Walk(partial(mention_graph.linked, graph), partial(_seed_facts_in_memory, graph),
+    return _Walk(partial(mention_graph.linked, graph), partial(mention_graph.seed_facts, graph),
                  partial(mention_graph.top_ranked, graph))
 
 

@@ -48,7 +48,7 @@ def _statements(tx: Any, namespace: str, seq: int, seeds: list[str], degree: int
                 phrases: list[str], claims: list[str]) -> tuple[Any, Any, Any]:
     """The reference answers: graph.ppr's statements."""
     return (ppr.neighbourhood(tx, namespace, seq, seeds, degree),
-            ppr.entity_specificity(tx, namespace, seq, entities, degree),
+            ppr.seed_facts(tx, namespace, seq, entities, degree),
             ppr.linked_entities(tx, namespace, seq, phrases, claims))
 
 
@@ -72,11 +72,13 @@ def test_the_walk_in_memory_answers_as_the_statements_do(driver: Any, namespace:
             seeds = rng.sample(entities, rng.randint(1, 4))
             some_claims = rng.sample(claims, rng.randint(1, 6))
             phrases = [f"name {e}" for e in rng.sample(entities, 2)] + ["nobody"]
-            pairs, df, linked = session.execute_read(_statements, namespace, seq, seeds, degree, entities, phrases,
-                                                     some_claims)
+            pairs, (df, name), linked = session.execute_read(_statements, namespace, seq, seeds, degree, entities,
+                                                             phrases, some_claims)
             for graph in (whole, caught_up):
                 assert mention_graph.neighbourhood(graph, seq, seeds, degree) == pairs
-                assert mention_graph.specificity(graph, seq, entities, degree) == {e: n for e, n in df.items() if n > 0}
+                held_df, held_name = mention_graph.seed_facts(graph, seq, entities, degree)
+                assert held_df == {e: n for e, n in df.items() if n > 0}
+                assert {e: held_name[e] for e in held_df} == {e: name[e] for e in held_df}
                 assert mention_graph.linked(graph, seq, phrases, some_claims) == linked
                 for damping, limit in ((0.5, 3), (0.85, 100)):
                     assert mention_graph.top_ranked(graph, seq, seeds, degree, damping=damping, limit=limit) == \

@@ -76,7 +76,7 @@ def test_the_numbered_walk_answers_as_the_reference(seed: int) -> None:
         seeds = rng.sample(entities, rng.randint(1, 4))
         pairs = _reference_neighbourhood(edges, seq, seeds, degree)
         assert mention_graph.neighbourhood(graph, seq, seeds, degree) == pairs
-        assert mention_graph.specificity(graph, seq, entities, degree) == {
+        assert mention_graph.seed_facts(graph, seq, entities, degree)[0] == {
             e: n for e in entities if (n := len(_claims_of(edges, e, seq, degree + 1)))}
         some = [*rng.sample(claims, min(len(claims), 5)), "nobody"]
         named, by_claim = mention_graph.linked(graph, seq, ["name e1", "name hu", "none"], some)
@@ -119,4 +119,5 @@ def test_the_cut_keeps_a_whole_tie() -> None:
 def test_entities_are_named_by_their_canonical_form() -> None:
     edges = [("c1", 1, "e2", "harbour", 1, "h1"), ("c2", 1, "e1", "ada", 1, "h2")]
     graph = mention_graph.empty("life").with_edges(1, edges)
-    assert mention_graph.names(graph, ["e1", "e2", "e9"]) == {"e1": "ada", "e2": "harbour"}
+    assert mention_graph.seed_facts(graph, 1, ["e1", "e2", "e9"], 5) == ({"e1": 1, "e2": 1},
+                                                                         {"e1": "ada", "e2": "harbour"})
