@@ -99,17 +99,14 @@ def _opt_text(value: Any, field: str) -> str | None:
     return None if value is None else _text(value, field)
 
 
-_MAX_PINNED_STAGES = 64  # a packet records a handful of stages; a pinned route is one packet's
-
-
 def _check_pinned_route(stages: Sequence[str]) -> None:
     """A pinned route is an earlier packet's `stages`: its router entries are applied as recorded
     (graph.recall.router.held), so only entries a decision can write are taken."""
     from graph.recall import router as router_q
 
-    if len(stages) > _MAX_PINNED_STAGES:
-        raise LimitExceededError(f"pinned_route must hold at most {_MAX_PINNED_STAGES} stages",
-                                 field="pinned_route", limit=_MAX_PINNED_STAGES)
+    if len(stages) > limits.MAX_PINNED_STAGES:
+        raise LimitExceededError(f"pinned_route must hold at most {limits.MAX_PINNED_STAGES} stages",
+                                 field="pinned_route", limit=limits.MAX_PINNED_STAGES)
     unknown = sorted({s for s in stages if s.startswith(router_q.PREFIX) and s not in router_q.ENTRIES})
     if unknown:
         raise BadInputError(f"pinned_route holds router entries no decision writes: {', '.join(unknown[:5])}",

@@ -23,6 +23,8 @@ MAX_PAGE = 100
 # Retrieval rounds of one `ask` / multi-round recall: each round is a recall (and, for ask, a reader
 # call), so a policy cannot make one question cost more than this many of each.
 MAX_ASK_ROUNDS = 4
+# A pinned route is one earlier packet's `stages` (a handful), applied as recorded by the next recall.
+MAX_PINNED_STAGES = 64
 
 NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 POLICY_VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")

@@ -311,23 +311,25 @@ def route(question: str, policy: Policy, *, later_rounds: bool = False) -> Route
 
 @dataclass(frozen=True)
 class Pinned:
-    """A decision read back from a packet's stages: how it was made, the properties it found, whether it
-    left the second hop to later rounds, and its own entries in the stages, in their order."""
+    """A decision read back from a packet's stages: how it was made and its own entries in the stages, in
+    their order — from which the properties it found and whether it left the second hop to later rounds."""
 
     how: str
-    features: frozenset[str]
-    later_rounds: bool = False
-    stages: tuple[str, ...] = ()
+    stages: tuple[str, ...]
+
+    @property
+    def features(self) -> frozenset[str]:
+        return frozenset(s[len(PREFIX):] for s in self.stages if s[len(PREFIX):] in FEATURES)
+
+    @property
+    def later_rounds(self) -> bool:
+        return f"{PREFIX}{LATER_ROUNDS}" in self.stages
 
 
 def pinned(stages: Sequence[str]) -> Pinned | None:
     """The decision a packet's `stages` record, or None when no router decided that packet."""
     how = next((s[len(PREFIX):] for s in stages if s.startswith(PREFIX) and s[len(PREFIX):] in HOW), None)
-    if how is None:
-        return None
-    return Pinned(how, frozenset(s[len(PREFIX):] for s in stages if s.startswith(PREFIX)
-                                 and s[len(PREFIX):] in FEATURES), f"{PREFIX}{LATER_ROUNDS}" in stages,
-                  tuple(s for s in stages if s.startswith(PREFIX)))
+    return None if how is None else Pinned(how, tuple(s for s in stages if s.startswith(PREFIX)))
 
 
 def held(policy: Policy, pin: Pinned) -> Route:
