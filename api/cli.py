@@ -741,6 +741,9 @@ def worker_cmd(
     batch: Annotated[int, typer.Option(min=1, max=limits.MAX_BATCH_ITEMS, help="claims per batch")] = 200,
     nli_model: Annotated[str | None, typer.Option(help="NLI cross-encoder name or local path")] = None,
     llm_rps: Annotated[float, typer.Option(min=0, help="max LLM judge calls per second (0 = unlimited)")] = 2.0,
+    sentence_vectors: Annotated[str, typer.Option(
+        help="store claims' sentence vectors for `rerank: sentences`: 'auto' (when the namespace's default "
+             "policy reranks by sentences), 'always' or 'never'")] = "auto",
 ) -> None:
     """Run the background projections (contradiction detection) as its own process.
 
@@ -755,7 +758,12 @@ def worker_cmd(
     from extraction.contradiction import DetectorOptions
 
     options = DetectorOptions(nli_model=nli_model, llm_max_calls_per_second=llm_rps or None)
-    config = WorkerConfig(policy_version=policy, batch_claims=batch, detector_options=options)
+    keep = {"auto": None, "always": True, "never": False}
+    if sentence_vectors not in keep:
+        _fail(f"--sentence-vectors must be one of {', '.join(keep)}, not {sentence_vectors!r}")
+        return
+    config = WorkerConfig(policy_version=policy, batch_claims=batch, detector_options=options,
+                          sentence_vectors=keep[sentence_vectors])
     try:
         rt = Runtime.from_env()
     except PalimpsestError as exc:

@@ -499,7 +499,8 @@ class Memory:
                                 mentions=self.rt.mentions,
                                 # (an embedder without a text cache — a benchmark's wrapper — leaves the
                                 # sentence reranker unavailable, which the packet says)
-                                embed_texts=getattr(self.rt.embedder, "embed_cached", None))
+                                embed_texts=getattr(self.rt.embedder, "embed_cached", None),
+                                embed_model=str(getattr(self.rt.embedder, "model_name", "") or ""))
             try:
                 packet = recall_q(self.rt.driver, req, self._db)
             except PolicyChangedError as exc:

@@ -52,6 +52,7 @@ from graph import claim_index, claim_terms, gds, inferred, policies
 from graph import entities as graph_entities
 from graph import facts as graph_facts
 from graph import projections as proj
+from graph.recall.stored_sentences import ClaimSentences, EmbedStable, backfill_batch, embedded_sentences
 from schema.errors import NotFoundError, UnavailableError
 from schema.models import DEFAULT_POLICY, Policy
 
@@ -95,6 +96,12 @@ class WorkerConfig:
     # and stored with the fact, for fact retrieval (policy `fact_retrieval`). Only LLM extraction states
     # facts, so the offline extractor costs nothing here.
     fact_embeddings: bool = True
+    # The sentence vectors `rerank: sentences` reads (graph.recall.stored_sentences), embedded once per claim and
+    # stored with it: with its projection, or (claims projected before) by a backfill of at most `batch_claims`
+    # a pass. None: when the namespace's default policy reranks by sentences; True or
+    # False: always or never (True serves a namespace that asks for the stage in a per-request policy). A
+    # recall embeds whatever is not stored, so this changes what the stage costs, never what it returns.
+    sentence_vectors: bool | None = None
     # Global PageRank refresh when the entity graph grew enough since the last run, and on any change
     # once the namespace is caught up (so an idle namespace's scores are those of its final graph).
     pagerank: bool = True
@@ -144,6 +151,7 @@ class PassReport:
     inference_llm_cost_usd: float = 0.0
     inference_llm_failed_pairs: int = 0
     pagerank_runs: int = 0
+    sentence_vectors: int = 0  # claims that took their sentence vectors
     detector_failures: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -171,6 +179,7 @@ class PassReport:
                 "inference_llm_calls": self.inference_llm_calls,
                 "inference_llm_cost_usd": round(self.inference_llm_cost_usd, 8),
                 "inference_llm_failed_pairs": self.inference_llm_failed_pairs, "pagerank_runs": self.pagerank_runs,
+                "sentence_vectors": self.sentence_vectors,
                 "detector_failures": dict(sorted(self.detector_failures.items())), "problems": self.problems,
                 "seconds": round(self.seconds, 4)}
 
@@ -236,6 +245,10 @@ class ProjectionWorker:
         policy, problems = self.policy_for(namespace, default)
         report = PassReport(namespace, policy.version, seq, seq, state.revision if state else 0, problems=problems,
                             extractor=policy.extractor)
+        sentences = self._sentence_embedder(policy)
+        if sentences is not None:  # claims projected before their sentences were kept
+            report.sentence_vectors += backfill_batch(self.rt.driver, namespace, *sentences,
+                                                      batch=self.config.batch_claims, database=self._db)
         detectors = self._detectors(policy, report)
         limit = self.config.max_batches_per_pass
         while limit is None or report.batches < limit:
@@ -290,7 +303,9 @@ class ProjectionWorker:
         inferred_writes = (self._inferred(batch, policy, entity_batch or graph_entities.EntityBatch(), report)
                            if policy.inferred_supersession else [])
         committed = proj.commit_batch(self.rt.driver, batch.namespace, batch.from_seq, batch.to_seq, edges, self._db,
-                                      entities=entity_batch, facts=fact_writes, inferred=inferred_writes)
+                                      entities=entity_batch, facts=fact_writes, inferred=inferred_writes,
+                                      sentences=self._sentences(batch, policy))
+        report.sentence_vectors += committed.sentence_vectors
         report.inferred_supersessions += committed.inferred_created
         report.entities_created += committed.entity_counters.get("entities_created", 0)
         report.mentions_created += committed.entity_counters.get("mentions_created", 0)
@@ -304,6 +319,26 @@ class ProjectionWorker:
         report.verdicts += len(result.verdicts)
         report.contradictions += len(result.contradictions)
         report.edges_created += committed.edges_created
+
+    def _sentence_embedder(self, policy: Policy) -> tuple[str, EmbedStable] | None:
+        """The model name and stable embedding of sentences, when this worker keeps them under `policy`
+        (`WorkerConfig.sentence_vectors`) and its embedder computes stable rows — the bits a recall would
+        compute, which is what makes a stored row interchangeable with a fresh one."""
+        wanted = self.config.sentence_vectors
+        if wanted is None:
+            wanted = policy.rerank == "sentences"
+        embed = getattr(self.rt.embedder, "embed_stable", None)
+        model = getattr(self.rt.embedder, "model_name", None)
+        if not wanted or embed is None or not isinstance(model, str):
+            return None
+        return model, embed
+
+    def _sentences(self, batch: proj.Batch, policy: Policy) -> list[ClaimSentences]:
+        """The batch's claims with their sentences embedded, when this worker keeps them."""
+        sentences = self._sentence_embedder(policy)
+        if sentences is None:
+            return []
+        return embedded_sentences(sorted({s.id: s.content for s in batch.subjects}.items()), *sentences)
 
     def extractor_for(self, policy: Policy) -> ent.Extractor:
         """The policy's extractor; an LLM extractor is built once per model and kept."""

@@ -368,6 +368,11 @@ PALIMPSEST_MODES: dict[str, dict[str, Any]] = {
     "palimpsest subject terms + source penalty 0.7 + stems + sentences": {
         "subject_terms": True, "source_penalty": 0.7, "stem_terms": True, "rerank": "sentences", "rerank_top": 25},
 }
+# `--sentence-control`: a mode that reads sentences run again before the worker stores their vectors, so
+# each of its recalls embeds the sentences it reads (the text cache emptied before it): what the stage
+# costs without stored vectors, in the same run.
+AT_RECALL = "sentences_at_recall"
+AT_RECALL_SUFFIX = " [sentences embedded at recall]"
 # Turns as the issue first measured them, and as the best configuration writes them.
 DEFAULT_VARIANTS = ("prefix", "prefix+captions+context")
 # The router's ceiling (every stage it may switch off) and the router over it (graph.recall.router):
@@ -524,8 +529,10 @@ def run_conversation(rt: Runtime, conv: Conversation, variant: Variant, modes: d
         ids = _ingest(mem, conv, items)
         timings["write_s"] = time.perf_counter() - t
         t = time.perf_counter()
-        # The entity graph PPR and the second round read; exact-name merging only, no detectors.
-        ProjectionWorker(rt, WorkerConfig(batch_claims=500, entity_embeddings=False), detectors=[]).run_once(ns)
+        # The entity graph PPR and the second round read; exact-name merging only, no detectors. Sentence
+        # vectors come after, timed apart, so the modes run before them embed sentences at recall.
+        ProjectionWorker(rt, WorkerConfig(batch_claims=500, entity_embeddings=False, sentence_vectors=False),
+                         detectors=[]).run_once(ns)
         timings["projections_s"] = time.perf_counter() - t
         turn_of = {cid: conv.turns[i].dia_id for i, cid in enumerate(ids)}
         stored, _, _ = rt.driver.execute_query(
@@ -557,12 +564,24 @@ def run_conversation(rt: Runtime, conv: Conversation, variant: Variant, modes: d
         measure("hybrid rrf (bm25 + dense)", lambda q: [
             conv.turns[i].dia_id
             for i in rrf([bm25.rank(q.question), dense_rank(matrix, rt.embedder.embed_query(q.question))])[:K]])
-        for name, knobs in modes.items():
+        # Modes that read sentences before the worker stored them first, each from an empty text cache.
+        order = sorted(modes, key=lambda n: not modes[n].get(AT_RECALL))
+        for name in order:
+            knobs = modes[name]
+            if not knobs.get(AT_RECALL) and knobs.get("rerank") == "sentences" and "sentence_vectors_s" not in timings:
+                t = time.perf_counter()
+                keeper = ProjectionWorker(rt, WorkerConfig(batch_claims=500, entity_embeddings=False,
+                                                           sentence_vectors=True), detectors=[])
+                while keeper.run_once(ns, pagerank=False).sentence_vectors:
+                    pass
+                timings["sentence_vectors_s"] = time.perf_counter() - t
+            if knobs.get(AT_RECALL):
+                rt.embedder.clear_text_cache()
             rounds = knobs.get("rounds")
-            policy_knobs = {k: v for k, v in knobs.items() if k != "rounds"}
+            policy_knobs = {k: v for k, v in knobs.items() if k not in ("rounds", AT_RECALL)}
             version: str | None = None
             if policy_knobs:
-                version = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64]
+                version = re.sub(r"[^A-Za-z0-9_.-]", "_", name.removesuffix(AT_RECALL_SUFFIX))[:64]
                 mem.register_policy({"version": version, **policy_knobs})
             fingerprints: list[Any] = []
 
@@ -644,6 +663,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="also run the chosen modes with this CrossEncoder (a name or a local directory) reranking "
                         "their top --rerank-top (policy rerank: cross-encoder)")
     p.add_argument("--rerank-top", type=int, default=50, help="candidates the cross-encoder rescores (default 50)")
+    p.add_argument("--sentence-control", action="store_true",
+                   help="also run each mode that reranks by sentences before the worker stores sentence vectors "
+                        "(every recall embeds the sentences it reads): what stored vectors save, in the same run")
     p.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS_DIR)
     p.add_argument("--out", default=RESULT_NAME, help=f"file name under --results-dir (default {RESULT_NAME})")
     p.add_argument("--merge", type=Path, nargs="+", default=None, metavar="RESULT",
@@ -691,6 +713,9 @@ def run(argv: Sequence[str] | None = None, *, reader: ReaderOptions | None = Non
     if args.rerank_model:
         rerank = {"rerank": "cross-encoder", "rerank_model": args.rerank_model, "rerank_top": args.rerank_top}
         modes |= {f"{name} + rerank": {**knobs, **rerank} for name, knobs in list(modes.items())}
+    if args.sentence_control:
+        modes |= {f"{name}{AT_RECALL_SUFFIX}": {**knobs, AT_RECALL: True} for name, knobs in list(modes.items())
+                  if knobs.get("rerank") == "sentences"}
     rt = Runtime.from_env()
     info = rt.info()
     variants = list(dict.fromkeys(args.variants or [parse_variant(v) for v in DEFAULT_VARIANTS]))

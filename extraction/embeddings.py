@@ -206,6 +206,11 @@ class Embedder:
                     self._text_cache.popitem(last=False)
         return [found[t] for t in texts]
 
+    def clear_text_cache(self) -> None:
+        """Forget the texts `embed_cached` kept (a benchmark measuring what a cold process pays)."""
+        with self._lock:
+            self._text_cache.clear()
+
     def embed_query(self, text: str) -> list[float]:
         """Queries repeat (agents ask the same thing); cache by text for this model."""
         with self._lock:

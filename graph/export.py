@@ -73,7 +73,9 @@ def export_records(driver: Driver, namespace: str, *, embedding_model: str, embe
             props = dict(store["p"])
             props.pop("claim_indexes", None)  # which indexes exist is the database's, not the store's
             props.pop("incarnation", None)  # every import starts a life of its own (graph.mention_graph)
-            for backfill in ("terms_v", "terms_cursor"):  # so is the stored analysis' backfill (graph.claim_terms)
+            # So are the backfills of the stored analysis (graph.claim_terms) and sentence vectors
+            # (graph.recall.stored_sentences).
+            for backfill in ("terms_v", "terms_cursor", "sentence_cursor"):
                 props.pop(backfill, None)
             yield {"kind": "header", "format": fmt.FORMAT, "version": fmt.VERSION, "namespace": namespace,
                    "store_revision": int(props["revision"]), "projections_seq": int(props.get("projections_seq") or 0),

@@ -50,11 +50,13 @@ class FormatError(BadInputError):
 
 # ------------------------------------------------------------------------------------ values
 def encode_value(value: Any) -> Any:
-    """A stored property value as JSON: scalars and lists as they are, DateTime tagged."""
+    """A stored property value as JSON: scalars and lists as they are, DateTime and bytes tagged."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, neo4j.time.DateTime):
         return {"$dt": value.iso_format()}
+    if isinstance(value, bytes | bytearray):
+        return {"$b64": base64.b64encode(bytes(value)).decode("ascii")}
     if isinstance(value, list | tuple):
         return [encode_value(v) for v in value]
     raise TypeError(f"a property of type {type(value).__name__} has no export encoding")
@@ -71,6 +73,11 @@ def decode_value(value: Any, line: int, name: str) -> Any:
             return neo4j.time.DateTime.from_iso_format(value["$dt"])
         except (ValueError, TypeError):
             raise FormatError(line, f"property {name!r}: {value['$dt']!r} is not an ISO-8601 date-time") from None
+    if isinstance(value, dict) and set(value) == {"$b64"} and isinstance(value["$b64"], str):
+        try:
+            return base64.b64decode(value["$b64"], validate=True)
+        except ValueError:
+            raise FormatError(line, f"property {name!r}: '$b64' is not base64") from None
     raise FormatError(line, f"property {name!r} has a value this format does not write")
 
 

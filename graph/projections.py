@@ -38,6 +38,7 @@ from graph.claim_index import vector_hits
 from graph.entities import EntityBatch, write_entity_batch
 from graph.facts import FactWrite, write_fact_batch
 from graph.inferred import InferredWrite, write_inferred
+from graph.recall.stored_sentences import ClaimSentences, write_sentence_vectors
 from graph.revisions import StoreState, optional_datetime, store_state
 from graph.similarity import cosine_from_index, index_score
 from graph.visibility import windows_overlap
@@ -108,6 +109,7 @@ class CommitResult:
     entity_counters: dict[str, int] = field(default_factory=dict)
     fact_counters: dict[str, int] = field(default_factory=dict)
     inferred_created: int = 0
+    sentence_vectors: int = 0  # claims that took their sentence vectors (graph.recall.stored_sentences)
 
 
 class StaleBatchError(ConflictError):
@@ -304,9 +306,10 @@ def _vector_neighbours(tx: ManagedTransaction, ns: str, s: Subject, min_cos: flo
 def commit_batch(driver: Driver, namespace: str, from_seq: int, to_seq: int, edges: Sequence[EdgeWrite],
                  database: str | None = None, entities: EntityBatch | None = None,
                  facts: Sequence[FactWrite] | None = None,
-                 inferred: Sequence[InferredWrite] | None = None) -> CommitResult:
+                 inferred: Sequence[InferredWrite] | None = None,
+                 sentences: Sequence[ClaimSentences] | None = None) -> CommitResult:
     """Write the batch's edges (and entities, mentions, RELATED, then facts, which need the
-    entities) and advance `projections_seq` to `to_seq`, atomically.
+    entities, and the claims' sentence vectors) and advance `projections_seq` to `to_seq`, atomically.
 
     `inferred` supersessions (graph.inferred) are written last, at a revision of their own.
     Raises StaleBatchError (and writes nothing) when `projections_seq` is no longer `from_seq`.
@@ -316,12 +319,13 @@ def commit_batch(driver: Driver, namespace: str, from_seq: int, to_seq: int, edg
             for e in sorted(edges, key=lambda e: (e.revision, e.newer_id, e.older_id, e.method))]
     with driver.session(database=database) as session:
         return session.execute_write(_commit, namespace, from_seq, to_seq, rows, entities, list(facts or []),
-                                     list(inferred or []))
+                                     list(inferred or []), list(sentences or []))
 
 
 def _commit(tx: ManagedTransaction, ns: str, from_seq: int, to_seq: int, rows: list[dict[str, Any]],
             entities: EntityBatch | None = None, facts: list[FactWrite] | None = None,
-            inferred: list[InferredWrite] | None = None) -> CommitResult:
+            inferred: list[InferredWrite] | None = None,
+            sentences: list[ClaimSentences] | None = None) -> CommitResult:
     # Take the Store's write lock first: concurrent workers on one namespace queue here, and the
     # read below then sees what the previous one committed.
     tx.run("MATCH (s:Store {namespace: $ns}) SET s.projections_at = datetime.transaction()", ns=ns).consume()
@@ -345,11 +349,12 @@ def _commit(tx: ManagedTransaction, ns: str, from_seq: int, to_seq: int, rows: l
         created = summary.counters.relationships_created
     entity_counters = write_entity_batch(tx, ns, entities) if entities else {}
     fact_counters = write_fact_batch(tx, ns, facts) if facts else {}
+    sentence_vectors = write_sentence_vectors(tx, ns, sentences) if sentences else 0
     # Last, so the supersessions see the batch's entities; they bump a revision of their own,
     # after to_seq, which the next batch steps over (it holds no claims).
     inferred_created = write_inferred(tx, ns, inferred) if inferred else 0
     _advance(tx, ns, to_seq)
-    return CommitResult(to_seq, created, entity_counters, fact_counters, inferred_created)
+    return CommitResult(to_seq, created, entity_counters, fact_counters, inferred_created, sentence_vectors)
 
 
 def _without_erased(tx: ManagedTransaction, ns: str, entities: EntityBatch | None,

@@ -28,9 +28,9 @@ next candidates in) — and `packet` (assembly).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from neo4j import Driver, ManagedTransaction
 
@@ -57,6 +57,7 @@ from graph.recall.request import PolicyChangedError, RecallRequest
 from graph.recall.rerank import rerank
 from graph.recall.router import route, routed
 from graph.recall.rows import ClaimRow
+from graph.recall.stored_sentences import known_first, stored_sentence_vectors
 from graph.recall.text import (
     STOPWORDS,
     identifiers,
@@ -119,6 +120,9 @@ class Ranked(NamedTuple):
     pool: Pool
     ranking: Ranking
     ppr: bool
+    # The stored sentence vectors of the reranker's head, by sentence (graph.recall.stored_sentences), read in
+    # the ranking's snapshot; empty unless the policy reranks by sentences.
+    sentence_vectors: Mapping[str, Any]
 
 
 def _recall_tx(tx: ManagedTransaction, req: RecallRequest) -> ContextPacket:
@@ -159,15 +163,20 @@ def _ranked_tx(tx: ManagedTransaction, req: RecallRequest) -> Ranked:
     similarity = {r.id: round(float(r.sim or 0.0), 6) for r in [*versions, *pool.rows.values()]}
     ranking = rank(pool.rows.values(), similarity, req.query, policy, reference, lenders, graph_scores,
                    limit=_ranked_depth(req, len(pool.rows)), explain=req.explain)
-    return Ranked(revision, reference, seq, got.has_facts, pool, ranking, ppr)
+    stored = (stored_sentence_vectors(tx, req.namespace, [(it.id, it.content)
+                                                          for it in ranking.items[:policy.rerank_top]],
+                                      req.embed_model)
+              if policy.rerank == "sentences" and req.embed_model and req.embed_texts is not None else {})
+    return Ranked(revision, reference, seq, got.has_facts, pool, ranking, ppr, stored)
 
 
 def _staged(req: RecallRequest, ranked: Ranked) -> Staged:
     """6. Rerank the fused head (a model call: outside any transaction when there is one), 7. dedup
     near-duplicates while cutting to k."""
     policy = req.policy
-    reranked = rerank(req.query, ranked.ranking.items, policy, req.rerank_options, vector=req.vector,
-                      embed=req.embed_texts)
+    embed = (known_first(ranked.sentence_vectors, req.embed_texts)
+             if ranked.sentence_vectors and req.embed_texts is not None else req.embed_texts)
+    reranked = rerank(req.query, ranked.ranking.items, policy, req.rerank_options, vector=req.vector, embed=embed)
     deduped = dedup(reranked.items, policy.dedup_jaccard, req.k)
     ran = {"ppr": ranked.ppr, "facts": policy.fact_retrieval != "none", f"rerank:{policy.rerank}": reranked.ran,
            "dedup": policy.dedup_jaccard is not None}

@@ -45,6 +45,9 @@ class RecallRequest:
     # The namespace's embedder for texts a stage reads again and again (`rerank: sentences`); None: that
     # reranker is unavailable and the packet says so.
     embed_texts: EmbedTexts | None = field(default=None, compare=False)
+    # The name of the model behind `embed_texts`: stored sentence vectors are read only when they were
+    # embedded by it (graph.recall.stored_sentences); "" reads none.
+    embed_model: str = field(default="", compare=False)
     # The process's in-memory entity graphs (graph.mention_graph), which graph expansion reads instead of
     # its statements when set: the packet is the same either way.
     mentions: MentionCache | None = field(default=None, compare=False)

@@ -164,6 +164,26 @@ def test_rerank_modes_run_the_cross_encoder_or_stop_the_run(neo4j: Any, tmp_path
              "--rerank-model", str(tmp_path / "no-such-model")])
 
 
+def test_sentence_control_runs_the_stage_before_and_after_the_worker_stores_sentences(
+        neo4j: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--sentence-control`: the same mode before the sentence vectors are stored (embedding at recall)
+    and after (reading them); the recalls agree question by question, only the cost differs."""
+    monkeypatch.setenv("NEO4J_URI", neo4j.uri)
+    if neo4j.auth:
+        monkeypatch.setenv("NEO4J_USER", neo4j.auth[0])
+        monkeypatch.setenv("NEO4J_PASSWORD", neo4j.auth[1])
+    mode = "palimpsest subject terms + source penalty 0.7 + stems + sentences"
+    r = run(["--data", str(write(tmp_path, fixture())), "--variants", "prefix", "--modes", mode,
+             "--sentence-control", "--results-dir", str(tmp_path),
+             "--namespace-prefix", f"test-locomo-sc-{secrets.token_hex(4)}"])
+    block = r["variants"]["prefix"]
+    stored, embedded = block["modes"][mode], block["modes"][mode + " [sentences embedded at recall]"]
+    assert embedded["knobs"] == {**stored["knobs"], "sentences_at_recall": True}
+    assert [row[:6] for row in embedded["per_question"]] == [row[:6] for row in stored["per_question"]]
+    assert stored["deterministic"] is embedded["deterministic"] is True
+    assert all(c["sentence_vectors_s"] >= 0 for c in block["conversations"])
+
+
 def test_locomo_benchmark_end_to_end(neo4j: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import litellm
 

@@ -187,3 +187,20 @@ def test_serve_says_where_it_listens_in_one_line_and_has_frozen_its_startup_heap
     assert line.startswith(f"listening on {base} — GraphiQL at {base}/graphql, "), line
     if neo4j.uri == "bolt://127.0.0.1:7687":
         assert "Neo4j Browser at http://127.0.0.1:7474/browser/" in line, line
+
+
+def test_the_worker_command_keeps_sentence_vectors_when_asked(tmp_path: Path, namespace: str, neo4j: Any,
+                                                              monkeypatch: pytest.MonkeyPatch, driver: Any) -> None:
+    monkeypatch.setenv("NEO4J_URI", neo4j.uri)
+    data = tmp_path / "claims.jsonl"
+    data.write_text(json.dumps({"content": "Melanie: Hi! I went swimming.", "source": "Melanie"}) + "\n")
+    runner = CliRunner()
+    assert runner.invoke(app, ["ingest", str(data), "-n", namespace]).exit_code == 0
+    bad = runner.invoke(app, ["worker", "--once", "-n", namespace, "--sentence-vectors", "sometimes"])
+    assert bad.exit_code == 1 and "--sentence-vectors" in bad.output
+    res = runner.invoke(app, ["worker", "--once", "-n", namespace, "--sentence-vectors", "always"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout.strip().splitlines()[-1])["sentence_vectors"] == 1
+    rows, _, _ = driver.execute_query("MATCH (c:Claim {namespace: $ns}) RETURN size(c.sentence_vectors) AS n",
+                                      ns=namespace)
+    assert [r["n"] for r in rows] == [2 * 4 * 384]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from api.memory import Memory
@@ -97,3 +98,114 @@ def test_graphql_takes_the_sentence_reranker_without_a_model(runtime: Any, names
     assert all(it["explanation"]["rerank"]["method"] == "sentences" for it in got["items"])
     swim = next(it for it in got["items"] if it["content"] == SWIM)
     assert got["items"].index(swim) + 1 < swim["explanation"]["rerank"]["fusedRank"]
+
+
+def _counting(runtime: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every text the process embeds for the sentence reranker from here on."""
+    asked: list[str] = []
+    cached = runtime.embedder.embed_cached
+
+    def counted(texts: Any) -> Any:
+        asked.extend(texts)
+        return cached(texts)
+
+    monkeypatch.setattr(runtime.embedder, "embed_cached", counted)
+    return asked
+
+
+def _stored(runtime: Any, namespace: str) -> dict[str, tuple[str | None, bytes | None]]:
+    rows, _, _ = runtime.driver.execute_query(
+        "MATCH (c:Claim {namespace: $ns}) RETURN c.content AS content, c.sentence_key AS key, "
+        "c.sentence_vectors AS vectors", ns=namespace)
+    return {r["content"]: (r["key"], None if r["vectors"] is None else bytes(r["vectors"])) for r in rows}
+
+
+def test_the_worker_stores_the_sentences_recall_would_embed_and_recall_reads_them(
+        memory: Memory, runtime: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from api.worker import run_once
+    from graph.recall.sentences import sentences
+
+    _load(memory)
+    cold = memory.recall(QUERY, k=6, policy_version="sent")
+    # Under a default policy without the sentence stage, the worker embeds no sentences.
+    assert run_once(runtime, memory.namespace).sentence_vectors == 0
+    assert all(key is None for key, _ in _stored(runtime, memory.namespace).values())
+    # Once the namespace's default reads sentences, the worker stores them: for the claims it projects
+    # from then on, and (the backfill) for those it had projected before.
+    memory.set_default_policy("sent")
+    memory.ingest_many([ClaimInput(content=t + " Again.", source=t.split(":")[0]) for t in TURNS])
+    assert run_once(runtime, memory.namespace).sentence_vectors == 2 * len(TURNS)
+    stored = _stored(runtime, memory.namespace)
+    assert len(stored) == 2 * len(TURNS) and all(v is not None for _, v in stored.values())
+    assert all(len(v or b"") == 4 * 384 * len(sentences(c)) for c, (_, v) in stored.items())
+    swim = np.asarray(runtime.embedder.embed_stable(sentences(SWIM)), dtype="<f4")
+    assert stored[SWIM][1] == swim.tobytes()  # the bits recall computes, a row per sentence in order
+    assert run_once(runtime, memory.namespace).sentence_vectors == 0  # nothing is embedded twice
+    # Recall now asks the embedder for nothing, and serves the packet it served when it embedded all.
+    runtime.embedder._text_cache.clear()
+    asked = _counting(runtime, monkeypatch)
+    warm = memory.recall(QUERY, k=6, policy_version="sent", as_of_revision=cold.store_revision,
+                         projections_seq=cold.projections_seq)
+    assert warm.fingerprint == cold.fingerprint
+    assert [(it.id, it.score) for it in warm.items] == [(it.id, it.score) for it in cold.items]
+    fresh = memory.recall(QUERY, k=6)
+    assert fresh.stages == ["rerank:sentences"] and fresh.items
+    assert asked == []
+
+
+def test_the_backfill_is_bounded_per_pass_and_resumes(memory: Memory, runtime: Any) -> None:
+    from api.worker import WorkerConfig, run_once
+
+    _load(memory)
+    run_once(runtime, memory.namespace)
+    keep = WorkerConfig(sentence_vectors=True, batch_claims=4)  # all six claims share one revision
+    assert [run_once(runtime, memory.namespace, keep).sentence_vectors for _ in range(3)] == [4, 2, 0]
+    assert all(v is not None for _, v in _stored(runtime, memory.namespace).values())
+    memory.ingest("Caroline: I painted a sunrise. It hangs in my hall.", "Caroline")
+    assert run_once(runtime, memory.namespace, keep).sentence_vectors == 1  # projected with it
+    cursor, _, _ = runtime.driver.execute_query("MATCH (s:Store {namespace: $ns}) RETURN s.sentence_cursor AS c, "
+                                                "s.projections_seq AS seq", ns=memory.namespace)
+    assert cursor[0]["c"] == cursor[0]["seq"]  # next, the backfill reads what this pass projected
+
+
+def test_stored_sentence_vectors_under_another_key_are_not_read(memory: Memory, runtime: Any,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from api.worker import WorkerConfig, run_once
+
+    _load(memory)
+    run_once(runtime, memory.namespace, WorkerConfig(sentence_vectors=True))
+    before = memory.recall(QUERY, k=6, policy_version="sent")
+    # Vectors of other texts under a key the splitter no longer gives (another build, another model):
+    runtime.driver.execute_query("MATCH (c:Claim {namespace: $ns}) SET c.sentence_key = 'stale', "
+                                 "c.sentence_vectors = $zeros", ns=memory.namespace, zeros=bytes(4 * 384))
+    runtime.embedder._text_cache.clear()
+    asked = _counting(runtime, monkeypatch)
+    after = memory.recall(QUERY, k=6, policy_version="sent")
+    assert asked  # embedded again
+    assert after.fingerprint == before.fingerprint
+
+
+def test_sentence_vectors_travel_with_an_export_and_leave_with_an_erasure(memory: Memory, runtime: Any,
+                                                                          namespace: str) -> None:
+    from api.worker import WorkerConfig, run_once
+
+    _load(memory)
+    run_once(runtime, memory.namespace, WorkerConfig(sentence_vectors=True))
+    stored = _stored(runtime, namespace)
+    assert all(v is not None for _, v in stored.values())
+    copy = Memory(runtime, namespace + "-copy")
+    try:
+        copy.import_lines(list(memory.export_lines()), remap=True)
+        assert _stored(runtime, copy.namespace) == stored
+        assert copy.check().ok
+    finally:
+        from graph.maintenance import drop_namespace
+
+        drop_namespace(runtime.driver, copy.namespace)
+    swim = next(it.id for it in memory.recall(QUERY, k=6).items if it.content == SWIM)
+    memory.erase([swim], reason="test")
+    rows, _, _ = runtime.driver.execute_query(
+        "MATCH (n {namespace: $ns}) WHERE n.sentence_vectors IS NOT NULL OR n.sentence_key IS NOT NULL "
+        "RETURN n.id AS id", ns=namespace)
+    assert swim not in {r["id"] for r in rows} and len(rows) == len(TURNS) - 1
+    assert memory.check().ok

@@ -69,3 +69,28 @@ def test_without_an_embedder_the_stage_is_unavailable_and_the_fused_ranking_stan
     out = rerank("where?", items, policy, vector=[1.0, 0.0], embed=None)
     assert out.unavailable and not out.ran and out.items == items
     assert rerank("where?", items, policy, vector=[1.0, 0.0], embed=_embed_axes).ran
+
+
+def test_stored_sentences_are_keyed_by_model_and_sentences_and_embedded_once() -> None:
+    import numpy as np
+
+    from graph.recall.stored_sentences import embedded_sentences, known_first, sentence_key
+
+    calls: list[list[str]] = []
+
+    def embed(texts: Sequence[str]) -> list[list[float]]:
+        calls.append(list(texts))
+        return [[float(len(t)), 1.0] for t in texts]
+
+    rows = embedded_sentences([("b", "A: One. Two."), ("a", "A: Two.")], "m", embed)
+    assert calls == [["A: One.", "A: Two."]]  # each distinct sentence once, in sorted order
+    assert [r.id for r in rows] == ["b", "a"]
+    assert np.frombuffer(rows[0].vectors, dtype="<f4").tolist() == [7.0, 1.0, 7.0, 1.0]
+    assert rows[0].key == sentence_key("m", ["A: One.", "A: Two."])
+    assert len({sentence_key("m", ["A: One.", "A: Two."]), sentence_key("n", ["A: One.", "A: Two."]),
+                sentence_key("m", ["A: One. A: Two."]), sentence_key("m", ["A: One.A: Two."])}) == 4
+    calls.clear()
+    texts = known_first({"A: One.": np.zeros(2, dtype=np.float32)}, embed)(["A: Two.", "A: One.", "A: Two."])
+    assert calls == [["A: Two."]] and [list(map(float, t)) for t in texts] == [[7.0, 1.0], [0.0, 0.0], [7.0, 1.0]]
+    calls.clear()
+    assert len(known_first({"x": np.zeros(2)}, embed)(["x"])) == 1 and calls == []
