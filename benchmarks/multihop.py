@@ -211,8 +211,11 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
         if llm_model:
             extract = "extract-llm"
             mem.register_policy({"version": extract, "extractor": "llm", "extractor_model": llm_model})
+        # Sentence vectors (graph.recall.stored_sentences) when a mode reads sentences: what a deployment
+        # whose policy reranks by sentences has, so the mode's latency is a served namespace's.
         config = WorkerConfig(batch_claims=500, extractor=ExtractorOptions(single_names=single_names),
-                              entity_embeddings=False, policy_version=extract)
+                              entity_embeddings=False, policy_version=extract,
+                              sentence_vectors=any(p.get("rerank") == "sentences" for p in policies.values()))
         worker = ProjectionWorker(rt, config, detectors=[])
         report = worker.run_once(ns)
         proj_s = time.perf_counter() - started
