@@ -60,8 +60,8 @@ from graph.recall.rows import ClaimRow
 from graph.recall.stored_sentences import known_first, stored_sentence_vectors
 from graph.recall.text import (
     STOPWORDS,
+    TextQuery,
     identifiers,
-    lexical_score,
     lucene_query,
     names_sibling,
     pool_idf,
@@ -76,7 +76,7 @@ from schema.models import ContextPacket
 
 __all__ = [
     "STOPWORDS", "TEXT_MIN_FETCH", "VERSIONS_PER_KEY", "ClaimRow", "PolicyChangedError", "Ranking", "RecallRequest",
-    "identifiers", "lexical_score", "lucene_query", "names_sibling", "pool_idf", "rank", "recall", "term_set",
+    "TextQuery", "identifiers", "lucene_query", "names_sibling", "pool_idf", "rank", "recall", "term_set",
     "terms", "weighted_lexical",
 ]
 
@@ -208,8 +208,9 @@ def _admitted_candidates(tx: ManagedTransaction, req: RecallRequest, need: int) 
     """Both index answers, cut to `need` visible candidates each; fetched again, wider, until the cut
     is whole or the index is exhausted. Also checks the policy the caller resolved (round trip 1)."""
     policy = req.policy
-    lucene = lucene_query(req.query) if policy.text_weight > 0 else ""
-    qset = set(terms(req.query))
+    # Under stem_terms a stem is searched as a prefix, as the ranking counts it (graph.recall.text.TextQuery).
+    text = TextQuery.of(req.query, stems=policy.stem_terms)
+    lucene = text.lucene if policy.text_weight > 0 else ""
     vfetch = vector_fetch(need) if policy.vector_weight > 0 else 0
     # BM25 scores move with every write to the namespace's index, so the text list is cut on an order
     # that depends on the candidate's text alone instead — share of query terms present, then content and id
@@ -222,13 +223,14 @@ def _admitted_candidates(tx: ManagedTransaction, req: RecallRequest, need: int) 
 
     def by_terms(r: ClaimRow) -> tuple[float, tuple[str, str]]:
         # `hits` was counted by the statement on the stored analysis: the same share as analysing here.
-        share = r.hits / len(qset) if r.hits is not None and qset else lexical_score(qset, r.term_set())
+        counted = len(text.exact) + len(text.prefixes)
+        share = r.hits / counted if r.hits is not None and counted else text.share(r.term_set())
         return -round(share, 6), r.tie_key()
 
     adapt = True
     tcut = need * 2  # rows with a stored analysis shipped of the text answer; all of them if that falls short
     while True:
-        got = _fetch(tx, req, vfetch, tfetch, lucene, adapt, sorted(qset), tcut)
+        got = _fetch(tx, req, vfetch, tfetch, lucene, adapt, text.exact, tcut, text.tokens, text.prefixes)
         _check_request(req, got)
         reference = req.valid_at or got.commit_time
         pool = Pool()

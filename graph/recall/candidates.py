@@ -102,7 +102,9 @@ _TEXT_PART = (
     "WITH size(answer) AS traw, [hit IN answer WHERE (tied IS NULL OR hit[1] IS NULL OR hit[1] > tied) "
     "  AND hit[0].revision <= rev | hit[0]] AS seen "
     "CALL (seen) { UNWIND seen AS node WITH node WHERE node.terms_v = $terms_v "
-    "  WITH node, size([t IN $qterms WHERE t IN node.terms]) AS qhits ORDER BY qhits DESC, node.content_hash, node.id "
+    "  WITH node, size([t IN $qterms WHERE t IN node.terms]) "
+    "    + size([p IN $qprefixes WHERE any(x IN node.terms WHERE x STARTS WITH p)]) AS qhits "
+    "  ORDER BY qhits DESC, node.content_hash, node.id "
     "  WITH collect([node, qhits]) AS counted RETURN size(counted) AS termed, counted[..$tcut] AS top } "
     "CALL (seen, top) { UNWIND top + [n IN seen WHERE n.terms_v IS NULL OR n.terms_v <> $terms_v | [n, null]] AS pick "
     f"  WITH pick[0] AS node, pick[1] AS qhits RETURN collect({_TEXT_ROW}) AS trows }} "
@@ -207,14 +209,19 @@ class ContradictionRow:
 
 
 def index_answers(tx: ManagedTransaction, req: RecallRequest, vfetch: int, tfetch: int, lucene: str,
-                  adapt: bool, qterms: Sequence[str] = (), tcut: int = MAX_CANDIDATES) -> IndexAnswers:
+                  adapt: bool, qterms: Sequence[str] = (), tcut: int = MAX_CANDIDATES,
+                  tokens: Sequence[str] | None = None, qprefixes: Sequence[str] = ()) -> IndexAnswers:
     """One index round trip; with `adapt` the fetch sizes are minimums, widened by the filter's pass rate.
-    Of the text answer's rows with a stored analysis, the `tcut` holding most of `qterms` are shipped."""
+    Of the text answer's rows with a stored analysis, the `tcut` holding most of `qterms` (whole) and
+    `qprefixes` (beginning a stored term) are shipped. `tokens` are the word patterns a namespace without
+    its own index is searched by (default: the Lucene query's words). graph.recall.text.TextQuery makes all
+    three from one query."""
     record = tx.run(
         _CANDIDATE_QUERIES[(vfetch > 0, tfetch > 0)],
         ns=req.namespace, as_of=req.as_of_revision, policy_version=req.policy.version,
-        vector=req.vector, vfetch=vfetch, lucene=lucene, tokens=lucene.split(), tfetch=tfetch, adapt=adapt,
-        max_fetch=MAX_CANDIDATES, terms_v=TERMS_VERSION, qterms=list(qterms), tcut=tcut,
+        vector=req.vector, vfetch=vfetch, lucene=lucene, tokens=list(lucene.split() if tokens is None else tokens),
+        tfetch=tfetch, adapt=adapt, max_fetch=MAX_CANDIDATES, terms_v=TERMS_VERSION, qterms=list(qterms),
+        qprefixes=list(qprefixes), tcut=tcut,
     ).single()
     if record is None:
         raise NotFoundError(f"unknown namespace {req.namespace!r}: nothing was ever written there",

@@ -14,6 +14,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import snowballstemmer
 
@@ -194,17 +195,61 @@ def named_source(query: str, sources: Sequence[str]) -> str | None:
     return named[0] if len(named) == 1 else None
 
 
-def lexical_score(query_terms: set[str], present: frozenset[str]) -> float:
-    """The unweighted share of query terms a text (its term set `present`) contains: the order the text
-    index answer is cut on."""
-    if not query_terms:
-        return 0.0
-    return len(query_terms & present) / len(query_terms)
+def lucene_query(text: str, prefixes: Sequence[str] = ()) -> str:
+    """Terms are [a-z0-9]+ only, so no Lucene syntax can come through from user text; `prefixes` (word
+    stems, `TextQuery`) are searched as prefixes ("camp*")."""
+    return " ".join([*_query_words(text), *(f"{p}*" for p in prefixes)])
 
 
-def lucene_query(text: str) -> str:
-    """Terms are [a-z0-9]+ only, so no Lucene syntax can come through from user text."""
-    return " ".join(sorted(set(_TOKEN_RE.findall(text.lower())) - STOPWORDS))
+def _query_words(text: str) -> list[str]:
+    return sorted(set(_TOKEN_RE.findall(text.lower())) - STOPWORDS)
+
+
+# A stem shorter than this is searched whole, not as a prefix: "go*" would match half the vocabulary.
+MIN_STEM_PREFIX = 3
+
+
+@dataclass(frozen=True)
+class TextQuery:
+    """What recall asks the text index for a query, and the terms its answer is cut on.
+
+    Under `stem_terms` the ranking counts "camping" as a match of "camped" (one stem), so the candidates
+    it ranks must be found the same way: a claim that shares only a stem with the question is otherwise
+    never fetched, and the ranking cannot count what it never sees. The index stores words, not stems, so
+    a word's stem is searched as a prefix — by Lucene ("camp*"), by the exact search of a namespace without
+    its own index (a word beginning with it), and in the cut (a stored term beginning with it). A prefix
+    finds a little more than the stem ("campaign"); the ranking still counts stems only. Identifier terms
+    ("~…", names) and words whose stem is shorter than MIN_STEM_PREFIX are matched whole, as without stems.
+    """
+
+    lucene: str  # the Lucene query
+    tokens: tuple[str, ...]  # the same as word patterns, for a namespace searched without its own index
+    exact: tuple[str, ...]  # query terms the cut counts whole
+    prefixes: tuple[str, ...]  # word stems the cut counts as prefixes of a claim's terms
+
+    @classmethod
+    def of(cls, text: str, *, stems: bool = False) -> TextQuery:
+        query_terms = sorted(set(terms(text)))
+        if not stems:
+            words = _query_words(text)
+            return cls(" ".join(words), tuple(words), tuple(query_terms), ())
+        prefixes = sorted({stem(t) for t in query_terms if not t.startswith("~") and len(stem(t)) >= MIN_STEM_PREFIX})
+        exact = [t for t in query_terms if t.startswith("~") or len(stem(t)) < MIN_STEM_PREFIX]
+        return cls(lucene_query(text, prefixes), (*_query_words(text), *(f"{p}[a-z0-9]*" for p in prefixes)),
+                   tuple(exact), tuple(prefixes))
+
+    def share(self, present: frozenset[str]) -> float:
+        """The unweighted share of the query's terms a claim (its term set) contains — a prefix counting
+        when one of the claim's terms begins with it: the order the text answer is cut on."""
+        total = len(self.exact) + len(self.prefixes)
+        if not total:
+            return 0.0
+        return self.hits(present) / total
+
+    def hits(self, present: frozenset[str]) -> int:
+        """How many of the query's terms a claim contains (what the candidate statement counts as `hits`)."""
+        whole = sum(1 for t in self.exact if t in present)
+        return whole + sum(1 for p in self.prefixes if any(x.startswith(p) for x in present))
 
 
 def pool_idf(doc_terms: Sequence[frozenset[str]], qterms: set[str], identifier_boost: float = 1.0) -> dict[str, float]:

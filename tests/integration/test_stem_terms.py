@@ -46,3 +46,26 @@ def test_graphql_takes_and_reports_stem_terms(runtime: Any, namespace: str) -> N
         assert reg["data"]["registerPolicy"] == {"version": "st", "stemTerms": True}
         packet = gql(f"""{{ recall(query: "{QUESTION}", k: 2, policyVersion: "st") {{ items {{ id }} }} }}""")
         assert packet["data"]["recall"]["items"][0]["id"] == ids[1]
+
+
+def test_a_claim_sharing_only_a_stem_with_the_question_is_found_with_and_without_an_own_index(
+        memory: Memory) -> None:
+    """The text index stores words, so a turn that shares nothing with the question but a stem ("camped" /
+    "camping", no name) was never fetched, and the ranking could not count what it never saw. Under
+    stem_terms the stem is searched as a prefix: by the exact search of a namespace without its own index,
+    then by Lucene once it has one — the same packet either way; without stems the turn stays unfound."""
+    from graph import claim_index
+
+    filler = [f"Melanie said the weather on day {i} was mild and pleasant." for i in range(12)]
+    ids = [item.id or "" for item in memory.ingest_many(
+        [{"content": t, "source": "chat"} for t in [*filler, "We went camping at the beach with the kids."]]).items]
+    camping = ids[-1]
+    memory.register_policy(Policy(version="surface", vector_weight=0.0))
+    memory.register_policy(Policy(version="stems", vector_weight=0.0, stem_terms=True))
+    exact = {v: memory.recall(QUESTION, k=3, policy_version=v) for v in ("surface", "stems")}
+    assert camping not in {it.id for it in exact["surface"].items}
+    assert exact["stems"].items[0].id == camping
+    assert claim_index.ensure(memory.rt.driver, memory.namespace, minimum=0)
+    indexed = {v: memory.recall(QUESTION, k=3, policy_version=v) for v in ("surface", "stems")}
+    assert camping not in {it.id for it in indexed["surface"].items}
+    assert [(it.id, it.score) for it in indexed["stems"].items] == [(it.id, it.score) for it in exact["stems"].items]

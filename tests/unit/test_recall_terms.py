@@ -67,3 +67,20 @@ def test_stemming_is_the_same_from_every_thread() -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         got = list(pool.map(stem, words * 50))
     assert got == expected * 50
+
+
+def test_a_text_query_searches_stems_as_prefixes_only_under_stems() -> None:
+    from graph.recall.text import TextQuery, lucene_query
+
+    words = TextQuery.of("Where has Melanie camped with Ravi Alvarez?")
+    assert words.lucene == lucene_query("Where has Melanie camped with Ravi Alvarez?") == "alvarez camped melanie ravi"
+    assert words.tokens == ("alvarez", "camped", "melanie", "ravi") and words.prefixes == ()
+    assert words.share(frozenset({"melanie", "camping"})) == 1 / len(words.exact)
+    stems = TextQuery.of("Where has Melanie camped with Ravi Alvarez? Go!", stems=True)
+    assert stems.prefixes == ("alvarez", "camp", "melani", "ravi")
+    assert stems.lucene == "alvarez camped go melanie ravi alvarez* camp* melani* ravi*"
+    assert "camp[a-z0-9]*" in stems.tokens
+    assert stems.exact == ("go", "~ravi alvarez")  # a name whole, a stem shorter than three whole
+    present = frozenset({"melanie", "camping", "~ravi alvarez"})
+    assert stems.hits(present) == 3 and stems.share(present) == 3 / 6
+    assert stems.hits(frozenset({"~ravi alvarez jr"})) == 0  # names never match as prefixes
