@@ -21,7 +21,9 @@ little-endian, in sentence order). Erasure deletes the claim node and both with 
 Claims projected before the worker kept sentences (the namespace chose the stage later, or the data came
 from an older build) are brought up to date by `backfill_batch`, a bounded batch per worker pass, from
 `Store.sentence_cursor` (the first revision the backfill has not finished; the database's, not exported)
-up to `projections_seq` — the claims after it get theirs when they are projected.
+up to `projections_seq` — the claims after it get theirs when they are projected. The backfill looks for
+claims without vectors only: vectors under a stale key (a build that cuts sentences differently) are
+passed over by recall, which embeds those claims itself, until something clears them.
 """
 
 from __future__ import annotations
