@@ -223,8 +223,7 @@ def _admitted_candidates(tx: ManagedTransaction, req: RecallRequest, need: int) 
 
     def by_terms(r: ClaimRow) -> tuple[float, tuple[str, str]]:
         # `hits` was counted by the statement on the stored analysis: the same share as analysing here.
-        counted = len(text.exact) + len(text.prefixes)
-        share = r.hits / counted if r.hits is not None and counted else text.share(r.term_set())
+        share = r.hits / text.counted if r.hits is not None and text.counted else text.share(r.term_set())
         return -round(share, 6), r.tie_key()
 
     adapt = True

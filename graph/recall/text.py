@@ -195,10 +195,9 @@ def named_source(query: str, sources: Sequence[str]) -> str | None:
     return named[0] if len(named) == 1 else None
 
 
-def lucene_query(text: str, prefixes: Sequence[str] = ()) -> str:
-    """Terms are [a-z0-9]+ only, so no Lucene syntax can come through from user text; `prefixes` (word
-    stems, `TextQuery`) are searched as prefixes ("camp*")."""
-    return " ".join([*_query_words(text), *(f"{p}*" for p in prefixes)])
+def lucene_query(text: str) -> str:
+    """Terms are [a-z0-9]+ only, so no Lucene syntax can come through from user text."""
+    return " ".join(_query_words(text))
 
 
 def _query_words(text: str) -> list[str]:
@@ -229,22 +228,23 @@ class TextQuery:
 
     @classmethod
     def of(cls, text: str, *, stems: bool = False) -> TextQuery:
-        query_terms = sorted(set(terms(text)))
+        words, query_terms = _query_words(text), sorted(set(terms(text)))
         if not stems:
-            words = _query_words(text)
             return cls(" ".join(words), tuple(words), tuple(query_terms), ())
         prefixes = sorted({stem(t) for t in query_terms if not t.startswith("~") and len(stem(t)) >= MIN_STEM_PREFIX})
         exact = [t for t in query_terms if t.startswith("~") or len(stem(t)) < MIN_STEM_PREFIX]
-        return cls(lucene_query(text, prefixes), (*_query_words(text), *(f"{p}[a-z0-9]*" for p in prefixes)),
+        return cls(" ".join([*words, *(f"{p}*" for p in prefixes)]), (*words, *(f"{p}[a-z0-9]*" for p in prefixes)),
                    tuple(exact), tuple(prefixes))
+
+    @property
+    def counted(self) -> int:
+        """How many terms the cut counts: the denominator of `share`."""
+        return len(self.exact) + len(self.prefixes)
 
     def share(self, present: frozenset[str]) -> float:
         """The unweighted share of the query's terms a claim (its term set) contains — a prefix counting
         when one of the claim's terms begins with it: the order the text answer is cut on."""
-        total = len(self.exact) + len(self.prefixes)
-        if not total:
-            return 0.0
-        return self.hits(present) / total
+        return self.hits(present) / self.counted if self.counted else 0.0
 
     def hits(self, present: frozenset[str]) -> int:
         """How many of the query's terms a claim contains (what the candidate statement counts as `hits`)."""
