@@ -334,11 +334,14 @@ class ProjectionWorker:
         return model, embed
 
     def _sentences(self, batch: proj.Batch, policy: Policy) -> list[ClaimSentences]:
-        """The batch's claims with their sentences embedded, when this worker keeps them."""
+        """The batch's new claims with their sentences embedded, when this worker keeps them. A claim restored
+        by a retraction is not embedded again: it got its vectors when it was written, or gets them from the
+        backfill, which covers every claim projected without them."""
         sentences = self._sentence_embedder(policy)
         if sentences is None:
             return []
-        return embedded_sentences(sorted({s.id: s.content for s in batch.subjects}.items()), *sentences)
+        fresh = {s.id: s.content for s in batch.subjects if s.revision == s.claim_revision}
+        return embedded_sentences(sorted(fresh.items()), *sentences)
 
     def extractor_for(self, policy: Policy) -> ent.Extractor:
         """The policy's extractor; an LLM extractor is built once per model and kept."""
