@@ -5,6 +5,7 @@ COPY schema schema
 COPY graph graph
 COPY extraction extraction
 COPY api api
+COPY palimpsest palimpsest
 # CPU-only torch first, from PyTorch's own index: the image embeds on CPU, and PyPI's Linux torch
 # wheel brings CUDA (nvidia-*, triton and CUDA libraries: 4.6 GB of its 5.3 GB installed; see README). The
 # version matches pyproject.toml's pin (a test checks), so `pip install .` keeps this one.

@@ -31,7 +31,7 @@ install: $(STAMP)
 	@$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e . 2>/dev/null || \
 		$(BIN)/python -m pip install -q --no-deps -e .
 	@# GraphiQL's pinned files (npm pack, integrity-checked) into the cache; instant once there.
-	@$(BIN)/python -m api.graphiql >/dev/null
+	@$(BIN)/python -m palimpsest.api.graphiql >/dev/null
 
 install-dev: install $(DEV_STAMP)
 
@@ -45,7 +45,7 @@ run: neo4j
 	$(BIN)/palimpsest serve --host 127.0.0.1 --port 8000 --demo
 
 lint: install-dev
-	$(BIN)/ruff check schema graph extraction api tests benchmarks scripts
+	$(BIN)/ruff check palimpsest schema graph extraction api tests benchmarks scripts
 	$(BIN)/mypy
 
 test: lint neo4j

@@ -27,15 +27,15 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import HTTPConnection
 
-from api import graphiql
-from api.auth import KeyStore
-from api.body_guard import BodyGuard
-from api.graphql_router import CodedGraphQLRouter
-from api.graphql_schema import Loaders, schema
-from api.observability import Metrics, configure_json_logging
-from api.runtime import Runtime
-from graph import server as local_server
-from schema.errors import PalimpsestError
+from palimpsest.api import graphiql
+from palimpsest.api.auth import KeyStore
+from palimpsest.api.body_guard import BodyGuard
+from palimpsest.api.graphql_router import CodedGraphQLRouter
+from palimpsest.api.graphql_schema import Loaders, schema
+from palimpsest.api.observability import Metrics, configure_json_logging
+from palimpsest.api.runtime import Runtime
+from palimpsest.graph.db import local_server as local_server
+from palimpsest.schema.errors import PalimpsestError
 
 MAX_BODY_BYTES = int(os.environ.get("PALIMPSEST_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
 REQUEST_TIMEOUT_S = float(os.environ.get("PALIMPSEST_REQUEST_TIMEOUT_S", "30"))
@@ -76,7 +76,7 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
             on_startup(app.state.runtime)
         background = None
         if worker:
-            from api.worker import BackgroundWorker, WorkerConfig
+            from palimpsest.api.worker import BackgroundWorker, WorkerConfig
 
             # One batch per namespace per pass: a big backlog never starves the others.
             background = BackgroundWorker(app.state.runtime, config=WorkerConfig(max_batches_per_pass=1)).start()

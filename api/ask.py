@@ -7,7 +7,7 @@ Why it is built this way:
   round 1's store revision, policy version and projections_seq, so a write landing between rounds
   cannot make one answer mix two states of the store; the whole result is a function of round 1's
   revision (and, for IRCoT, of the reader's answers).
-* **Two ways to make the next query.** The offline expansion (graph.rounds: the question plus the
+* **Two ways to make the next query.** The offline expansion (graph.recall.rounds: the question plus the
   subjects and bridge entities of the top items) needs no model; IRCoT's uses the reader's
   thought, which names what is still missing. Rounds stop early when the next query would add
   nothing, or (policy `ask_stop_when_answered`) once the reader answered with a valid citation.
@@ -26,19 +26,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from extraction.reader import Reader, ReaderOptions, Reading
-from graph import packet_log, policies
-from graph import rounds as rounds_q
-from graph.recall import router as router_q
-from schema import limits
-from schema.ask import AskResult, FusedItem, MultiRoundRecall, ReaderCost, RecallRound, RoundOrigin
-from schema.errors import BadInputError, LimitExceededError
-from schema.models import ContextPacket, Policy
+from palimpsest.extraction.reader import Reader, ReaderOptions, Reading
+from palimpsest.graph import policies
+from palimpsest.graph.recall import packet_log
+from palimpsest.graph.recall import rounds as rounds_q
+from palimpsest.graph.recall import router as router_q
+from palimpsest.schema import limits
+from palimpsest.schema.ask import AskResult, FusedItem, MultiRoundRecall, ReaderCost, RecallRound, RoundOrigin
+from palimpsest.schema.errors import BadInputError, LimitExceededError
+from palimpsest.schema.models import ContextPacket, Policy
 
 if TYPE_CHECKING:
     from datetime import date, datetime
 
-    from api.memory import Memory
+    from palimpsest.api.memory import Memory
 
 Expansion = Literal["thought", "offline"]
 EXPANSIONS: tuple[str, ...] = ("thought", "offline")
@@ -95,11 +96,11 @@ class Rounds:
     @property
     def one_hop(self) -> bool:
         """Did round 1's router read the question as one hop (`router:one-round`)? Then one more round at
-        most, and only towards a bridge another claim is about (graph.rounds.expansion_terms)."""
+        most, and only towards a bridge another claim is about (graph.recall.rounds.expansion_terms)."""
         return bool(self.rounds) and not router_q.allows_rounds(self.rounds[0].packet.stages)
 
     def offline_terms(self) -> list[str]:
-        """The offline expansion of the last round's packet (graph.rounds.expansion_terms)."""
+        """The offline expansion of the last round's packet (graph.recall.rounds.expansion_terms)."""
         assert self.policy is not None
         packet = self.rounds[-1].packet
         top = [it.id for it in packet.items if it.id not in set(self._expanded_from)][:self.policy.expansion_items]
@@ -127,7 +128,7 @@ def recall_rounds(mem: Memory, query: str, *, rounds: int | None = None, k: int 
                   policy_version: str | None = None, as_of_revision: int | None = None,
                   valid_at: datetime | date | str | None = None, explain: bool = False) -> MultiRoundRecall:
     """Recall with offline expansion rounds (no model): round 1 with the query, each later round with
-    the query expanded by what the round before found, fused (graph.rounds.fuse) to the first k. With
+    the query expanded by what the round before found, fused (graph.recall.rounds.fuse) to the first k. With
     `explain`, every round's packet explains itself (Memory.recall)."""
     wanted = check_rounds(rounds)
     # The router keeps graph expansion in the rounds of a question it reads as multi-hop: with PPR's ties

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from schema.errors import ForbiddenError, UnauthenticatedError
+from palimpsest.schema.errors import ForbiddenError, UnauthenticatedError
 
 Right = Literal["read", "write", "erase"]
 RIGHTS: frozenset[str] = frozenset({"read", "write", "erase"})

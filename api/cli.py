@@ -1,7 +1,7 @@
 """The `palimpsest` command line: run the service, manage the local Neo4j, use the memory.
 
 Each command imports what it needs where it needs it (the driver, the memory, the local launcher in
-graph.server), so `--help`, an input error or `history` does not pay for what only another command uses.
+graph.db.local_server), so `--help`, an input error or `history` does not pay for what only another command uses.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ import typer
 from rich.console import Console
 from typer.core import TyperArgument, TyperCommand
 
-from schema import limits
-from schema.errors import PalimpsestError
+from palimpsest.schema import limits
+from palimpsest.schema.errors import PalimpsestError
 
 if TYPE_CHECKING:
-    from api.memory import Memory
-    from api.runtime import Runtime
-    from schema.models import ContextPacket
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.schema.models import ContextPacket
 
 
 class ExitingTyper(typer.Typer):
-    """The console entry (`palimpsest = "api.cli:app"`), which leaves the heap to the OS at exit.
+    """The console entry (`palimpsest = "palimpsest.api.cli:app"`), which leaves the heap to the OS at exit.
 
     As the interpreter shuts down, its last garbage collection frees, one by one, every object the
     imports made: the driver, pydantic, typer and the project's modules make some 50,000, and tearing
@@ -127,8 +127,8 @@ def _not_blank(value: str) -> str:
 
 def _check_instant(value: str | None) -> str | None:
     """A date the way every face takes it (schema.dates), refused before connecting if it is not one."""
-    from schema.dates import parse_instant
-    from schema.errors import BadInputError
+    from palimpsest.schema.dates import parse_instant
+    from palimpsest.schema.errors import BadInputError
 
     try:
         parse_instant(value, "--valid-at")
@@ -141,7 +141,7 @@ def _check_instant(value: str | None) -> str | None:
 def neo4j_start() -> None:
     """Resolve the jars (first time only), start Neo4j on loopback and wait until it answers."""
     _lean_driver()
-    from graph import server as local_server
+    from palimpsest.graph.db import local_server as local_server
 
     cfg = local_server.ServerConfig.from_env()
     try:
@@ -155,7 +155,7 @@ def neo4j_start() -> None:
 @neo4j_app.command("stop")
 def neo4j_stop() -> None:
     """Stop the server this launcher started (by its pid file); anything else is left alone."""
-    from graph import server as local_server
+    from palimpsest.graph.db import local_server as local_server
 
     cfg = local_server.ServerConfig.from_env()
     stopped = local_server.stop(cfg)
@@ -165,7 +165,7 @@ def neo4j_stop() -> None:
 @neo4j_app.command("status")
 def neo4j_status() -> None:
     _lean_driver()
-    from graph import server as local_server
+    from palimpsest.graph.db import local_server as local_server
 
     cfg = local_server.ServerConfig.from_env()
     st = local_server.status(cfg)
@@ -179,7 +179,7 @@ def neo4j_status() -> None:
 @app.command("graphiql-assets")
 def graphiql_assets() -> None:
     """Fetch GraphiQL's pinned files once (npm pack, integrity-checked) into the cache; prints where."""
-    from api import graphiql
+    from palimpsest.api import graphiql
 
     try:
         print(graphiql.install())
@@ -201,9 +201,9 @@ def serve(
     import uvicorn
 
     _lean_driver()
-    from api import heap
-    from api.app import create_app, server_config
-    from api.demo import load_demo
+    from palimpsest.api import heap
+    from palimpsest.api.app import create_app, server_config
+    from palimpsest.api.demo import load_demo
 
     def startup(rt: Runtime) -> None:
         rt.embedder.load()  # here, not in the first request: torch and the model take seconds
@@ -234,7 +234,7 @@ def listening_line(host: str, port: int) -> str:
     The Browser is the local launcher's (`PALIMPSEST_NEO4J_HTTP_PORT`) unless `NEO4J_URI` names
     another server; then `NEO4J_HTTP_URL` says where its Browser is, if set.
     """
-    from graph import server as local_server
+    from palimpsest.graph.db import local_server as local_server
 
     shown = "127.0.0.1" if host in {"0.0.0.0", "::", ""} else host  # a wildcard bind is reached on loopback
     base = f"http://{shown}:{port}"
@@ -263,14 +263,14 @@ def mcp_cmd(
     """
     if transport not in {"stdio", "http"}:
         _fail("transport must be 'stdio' or 'http'")
-    from api.mcp_server import build_mcp, http_app
+    from palimpsest.api.mcp_server import build_mcp, http_app
 
     if transport == "stdio":
         build_mcp(_memory(namespace)).run()
         return
     import uvicorn
 
-    from api.auth import KeyStore
+    from palimpsest.api.auth import KeyStore
 
     try:
         keys = KeyStore.from_env()
@@ -289,7 +289,7 @@ def mcp_cmd(
 def migrate_cmd() -> None:
     """Apply the schema migrations to the configured Neo4j."""
     _lean_driver()
-    from api.runtime import Runtime
+    from palimpsest.api.runtime import Runtime
 
     with Runtime.from_env() as rt:
         console.print(f"schema at version {rt.schema_version}")
@@ -301,7 +301,7 @@ Namespace = Annotated[str, typer.Option("--namespace", "-n", envvar="PALIMPSEST_
 
 def _memory(namespace: str) -> Memory:
     _lean_driver()
-    from api.memory import Memory
+    from palimpsest.api.memory import Memory
 
     try:
         return Memory.from_env(namespace)
@@ -723,7 +723,7 @@ def policy_default(version: Annotated[str | None, typer.Argument(
 def export_schema(out: Annotated[Path, typer.Option(help="where to write the SDL")] = Path("schema/palimpsest.graphql"),
                   ) -> None:
     """Write the GraphQL SDL that apps depend on (a test fails when it drifts)."""
-    from api.graphql_schema import schema
+    from palimpsest.api.graphql_schema import schema
 
     out.write_text(schema.as_str() + "\n", encoding="utf-8")
     console.print(f"wrote {out}")
@@ -753,9 +753,9 @@ def worker_cmd(
     import time as _time
 
     _lean_driver()
-    from api.runtime import Runtime
-    from api.worker import ProjectionWorker, WorkerConfig
-    from extraction.contradiction import DetectorOptions
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.api.worker import ProjectionWorker, WorkerConfig
+    from palimpsest.extraction.contradiction import DetectorOptions
 
     options = DetectorOptions(nli_model=nli_model, llm_max_calls_per_second=llm_rps or None)
     keep = {"auto": None, "always": True, "never": False}

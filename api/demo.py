@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 
-from api.memory import Memory
-from api.runtime import Runtime
-from schema.errors import NotFoundError
+from palimpsest.api.memory import Memory
+from palimpsest.api.runtime import Runtime
+from palimpsest.schema.errors import NotFoundError
 
 DEMO_NAMESPACE = "demo"
 

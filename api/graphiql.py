@@ -30,7 +30,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from graph.server import file_lock
+from palimpsest.graph.db.local_server import file_lock
 
 ASSET_PREFIX = "/graphiql-assets"
 INSTALL_HINT = "make install  (or: palimpsest graphiql-assets)"
@@ -88,7 +88,7 @@ def example_queries() -> list[str]:
     tests/browser runs the first one through the page. (Imported here, not at module level: the demo
     module pulls in the whole Memory stack, which `python -m api.graphiql` at install time does not need.)
     """
-    from api.demo import DEMO_NAMESPACE as ns
+    from palimpsest.api.demo import DEMO_NAMESPACE as ns
 
     return [
         f"""# Recall from "{ns}", the namespace make run loads:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import strawberry.experimental.pydantic as sp
 from strawberry.scalars import JSON
 
-from api.graphql_types import ContextPacket, packet_to_gql
-from schema import ask as a
+from palimpsest.api.graphql_types import ContextPacket, packet_to_gql
+from palimpsest.schema import ask as a
 
 
 @sp.type(model=a.RecallRound, all_fields=True,

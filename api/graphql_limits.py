@@ -12,7 +12,7 @@
   see it (some of them are quadratic). The product of nested `first` values is what the cost
   bounds: `topEntities(first: 1000) { neighbors(first: 1000) { … } }` is refused before any
   resolver runs.
-* **One deadline per request** (`graph.deadline`), started when the operation starts, so parsing,
+* **One deadline per request** (`graph.db.deadline`), started when the operation starts, so parsing,
   validation and execution share it; every resolver's Neo4j work runs under what is left (api/
   graphql_schema.py `call`). Subscriptions give each of their polls a deadline of its own.
 * **Every error coded**: errors that carry `extensions.code` pass unchanged; parse and validation
@@ -51,7 +51,7 @@ from graphql import (
 from graphql.validation.rules import overlapping_fields_can_be_merged
 from strawberry.extensions import SchemaExtension
 
-from graph import deadline
+from palimpsest.graph.db import deadline
 
 MAX_DEPTH = 10
 MAX_ALIASES = 20

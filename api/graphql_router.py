@@ -34,7 +34,7 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET
 
-from api import graphiql
+from palimpsest.api import graphiql
 
 _CODES = {404: "NOT_FOUND", 413: "LIMIT_EXCEEDED"}
 

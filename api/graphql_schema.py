@@ -1,7 +1,7 @@
 """The GraphQL schema: every resolver is a thin call into `Memory`, scoped and authorised first.
 
 Resolvers run the (blocking) Neo4j work in a worker thread so one slow recall never stalls the
-event loop, under the request's deadline (api/graphql_limits.py, graph/deadline.py): a resolver
+event loop, under the request's deadline (api/graphql_limits.py, graph/db/deadline.py): a resolver
 that runs out of time answers TIMEOUT at once, and its Neo4j transaction, which carries the time
 that was left as its timeout, is ended by the server. Per-parent lists (`Entity.neighbors`,
 `Entity.facts`, `PacketItem.supersededClaim`) are loaded by DataLoaders: one round trip per level
@@ -33,18 +33,26 @@ from graphql import (
 from strawberry.dataloader import DataLoader
 from strawberry.scalars import JSON
 
-from api import graphql_ask as ga
-from api import graphql_types as t
-from api.auth import Principal, Right
-from api.graphql_limits import MAX_ALIASES, MAX_COST, MAX_DEPTH, MAX_FIELDS, MAX_TOKENS, RequestGuard, code_error
-from api.memory import Memory, parse_time, validate_namespace
-from api.runtime import Runtime
-from graph import deadline
-from graph.claim_queries import ClaimFilter, encode_cursor
-from schema.errors import BadInputError, LimitExceededError, PalimpsestError
-from schema.limits import MAX_BATCH_ITEMS
-from schema.models import Claim as ClaimModel
-from schema.models import ContradictionRecord, IngestResult
+from palimpsest.api import graphql_ask as ga
+from palimpsest.api import graphql_types as t
+from palimpsest.api.auth import Principal, Right
+from palimpsest.api.graphql_limits import (
+    MAX_ALIASES,
+    MAX_COST,
+    MAX_DEPTH,
+    MAX_FIELDS,
+    MAX_TOKENS,
+    RequestGuard,
+    code_error,
+)
+from palimpsest.api.memory import Memory, parse_time, validate_namespace
+from palimpsest.api.runtime import Runtime
+from palimpsest.graph.claims.queries import ClaimFilter, encode_cursor
+from palimpsest.graph.db import deadline
+from palimpsest.schema.errors import BadInputError, LimitExceededError, PalimpsestError
+from palimpsest.schema.limits import MAX_BATCH_ITEMS
+from palimpsest.schema.models import Claim as ClaimModel
+from palimpsest.schema.models import ContradictionRecord, IngestResult
 
 R = TypeVar("R")
 K = TypeVar("K")
@@ -146,7 +154,7 @@ async def bounded(fn: Callable[[], R], limit: deadline.Deadline | None = None) -
     """`fn()` in a worker thread, under `limit` (default: the request's deadline).
 
     Out of time, the await is abandoned at once (DeadlineExceededError, code TIMEOUT); the thread
-    finishes on its own, and no Neo4j call it makes can outlive the deadline (graph.deadline).
+    finishes on its own, and no Neo4j call it makes can outlive the deadline (graph.db.deadline).
     """
     limit = limit or deadline.current() or deadline.Deadline.after(30.0)
     left = limit.check()
@@ -209,7 +217,7 @@ async def load(info: strawberry.Info, namespace: str, loader: DataLoader[K, V], 
 class Loaders:
     """Per-request DataLoaders: nested fields cost one Cypher round trip per level and namespace, not per item.
 
-    A batch runs under the deadline of the request that asked for it (graph.deadline is inherited by
+    A batch runs under the deadline of the request that asked for it (graph.db.deadline is inherited by
     the DataLoader's dispatch task). Resolvers authorise before they load (`load`).
     """
 

@@ -13,7 +13,7 @@ import strawberry
 import strawberry.experimental.pydantic as sp
 from strawberry.scalars import JSON
 
-from schema import models as m
+from palimpsest.schema import models as m
 
 
 @sp.type(model=m.Freshness, all_fields=True, description="How fresh an item is at the packet's reference time.")
@@ -90,7 +90,7 @@ class PacketItem:
     async def superseded_claim(self, info: strawberry.Info) -> Claim | None:
         if not self.supersedes:
             return None
-        from api.graphql_schema import load
+        from palimpsest.api.graphql_schema import load
 
         # The namespace rides along as a plain attribute (set by packet_to_gql), not a schema field.
         namespace = str(getattr(self, "_namespace", ""))
@@ -409,7 +409,7 @@ class Entity:
     # neighbours of every entity at one level cost one round trip, not one each.
     @strawberry.field(description="RELATED neighbours, strongest co-mention first.")
     async def neighbors(self, info: strawberry.Info, first: int = 20) -> list[Entity]:
-        from api.graphql_schema import load
+        from palimpsest.api.graphql_schema import load
 
         namespace = str(getattr(self, "_namespace", ""))
         rows = await load(info, namespace, info.context["loaders"].neighbours, (namespace, self.id, first))
@@ -417,7 +417,7 @@ class Entity:
 
     @strawberry.field(description="Facts with this entity as subject or object, newest first.")
     async def facts(self, info: strawberry.Info, first: int = 50, include_superseded: bool = False) -> list[Fact]:
-        from api.graphql_schema import load
+        from palimpsest.api.graphql_schema import load
 
         namespace = str(getattr(self, "_namespace", ""))
         rows = await load(info, namespace, info.context["loaders"].facts,

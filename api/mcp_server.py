@@ -24,11 +24,11 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from api.auth import KeyStore, Principal, Right
-from api.memory import Memory
-from schema.ask import AskResult, MultiRoundRecall
-from schema.errors import ForbiddenError, PalimpsestError
-from schema.models import ContextPacket, EraseResult, HistoryEntry, IngestItemResult, RetractResult
+from palimpsest.api.auth import KeyStore, Principal, Right
+from palimpsest.api.memory import Memory
+from palimpsest.schema.ask import AskResult, MultiRoundRecall
+from palimpsest.schema.errors import ForbiddenError, PalimpsestError
+from palimpsest.schema.models import ContextPacket, EraseResult, HistoryEntry, IngestItemResult, RetractResult
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

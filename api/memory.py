@@ -16,16 +16,19 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from api.runtime import Runtime
-from graph import check as check_q
-from graph import claim_queries, contradiction_queries, policies, store
-from graph import erase as erase_q
-from graph import history as history_q
-from graph.claim_queries import ClaimFilter
-from schema import limits
-from schema.dates import parse_instant
-from schema.errors import BadInputError, ConflictError, LimitExceededError, NotFoundError, PalimpsestError
-from schema.models import (
+from palimpsest.api.runtime import Runtime
+from palimpsest.graph import policies
+from palimpsest.graph.claims import check as check_q
+from palimpsest.graph.claims import contradictions as contradiction_queries
+from palimpsest.graph.claims import history as history_q
+from palimpsest.graph.claims import queries as claim_queries
+from palimpsest.graph.claims import store
+from palimpsest.graph.claims.queries import ClaimFilter
+from palimpsest.graph.lifecycle import erase as erase_q
+from palimpsest.schema import limits
+from palimpsest.schema.dates import parse_instant
+from palimpsest.schema.errors import BadInputError, ConflictError, LimitExceededError, NotFoundError, PalimpsestError
+from palimpsest.schema.models import (
     DEFAULT_POLICY,
     CheckReport,
     Claim,
@@ -45,13 +48,13 @@ from schema.models import (
     StoreStats,
     UndoInferenceResult,
 )
-from schema.subjects import embedded_subject, embedding_text
+from palimpsest.schema.subjects import embedded_subject, embedding_text
 
 if TYPE_CHECKING:
-    from api.worker import BackgroundWorker, PassReport, WorkerConfig
-    from extraction.router_llm import RouteVerdict
-    from graph.recall.router import Route
-    from schema.ask import AskResult, MultiRoundRecall
+    from palimpsest.api.worker import BackgroundWorker, PassReport, WorkerConfig
+    from palimpsest.extraction.router_llm import RouteVerdict
+    from palimpsest.graph.recall.router import Route
+    from palimpsest.schema.ask import AskResult, MultiRoundRecall
 
 # Recall (graph.recall, the entity matcher, the LLM router), export, import, the entity graph, facts and
 # inferred links are imported by the methods that use them: a process that only reads a key's history,
@@ -102,7 +105,7 @@ def _opt_text(value: Any, field: str) -> str | None:
 def _check_pinned_route(stages: Sequence[str]) -> None:
     """A pinned route is an earlier packet's `stages`: its router entries are applied as recorded
     (graph.recall.router.held), so only entries a decision can write are taken."""
-    from graph.recall import router as router_q
+    from palimpsest.graph.recall import router as router_q
 
     if len(stages) > limits.MAX_PINNED_STAGES:
         raise LimitExceededError(f"pinned_route must hold at most {limits.MAX_PINNED_STAGES} stages",
@@ -229,7 +232,7 @@ class Memory:
     def erase(self, ids: Sequence[str] | None = None, *, source: str | None = None,
               metadata: Mapping[str, Any] | None = None, reason: str, dry_run: bool = False,
               batch_size: int = erase_q.BATCH) -> EraseResult:
-        """Remove claims' content for good, with everything derived from them (graph.erase): select by
+        """Remove claims' content for good, with everything derived from them (graph.lifecycle.erase): select by
         `ids`, or by `source` and/or top-level `metadata` values; each batch of `batch_size` claims is
         one transaction at a store revision of its own. What they had superseded is restored as a
         retraction would. With `dry_run`, nothing is written: the result lists what would go.
@@ -285,8 +288,8 @@ class Memory:
         holds the namespace's write lock, so it is one consistent snapshot and writes to this namespace
         wait; stop early and the lock is released. `progress(done, total)` is told after each record.
         """
-        from graph import export as export_q
-        from graph import export_format
+        from palimpsest.graph.lifecycle import export as export_q
+        from palimpsest.graph.lifecycle import export_format
 
         records = export_q.export_records(self.rt.driver, self.namespace, embedding_model=self.rt.embedder.model_name,
                                           embedding_dimension=self.rt.embedder.dimension, database=self._db)
@@ -300,7 +303,7 @@ class Memory:
 
     def import_lines(self, lines: Iterable[str], *, remap: bool = False,
                      progress: Callable[[int, int], None] | None = None) -> ImportResult:
-        """Import an export file into this namespace (graph.importer): into an empty namespace as it was
+        """Import an export file into this namespace (graph.lifecycle.importer): into an empty namespace as it was
         (`copy`), or with `remap` under fresh ids — into an empty namespace, or appended after a
         non-empty one's history (`merge`). Staged and switched in by one transaction: on any error
         nothing is written. `progress(done, total)` is told after each record.
@@ -311,7 +314,7 @@ class Memory:
             ConflictError: the namespace is not empty without `remap`, or ids/keys are already taken.
             SchemaMismatchError: the file was embedded with another model.
         """
-        from graph import importer as importer_q
+        from palimpsest.graph.lifecycle import importer as importer_q
 
         result = importer_q.import_records(self.rt.driver, self.namespace, lines, remap=remap,
                                            embedding_model=self.rt.embedder.model_name,
@@ -394,7 +397,7 @@ class Memory:
         return history_q.history(self.rt.driver, self.namespace, claim_key, DEFAULT_POLICY.default_tau, self._db)
 
     def check(self) -> CheckReport:
-        """Verify the namespace's stored invariants (graph.check; docs/TEMPORAL.md) and report what broke.
+        """Verify the namespace's stored invariants (graph.claims.check; docs/TEMPORAL.md) and report what broke.
 
         Returns:
             A CheckReport; `report.ok` is True when every invariant holds.
@@ -440,10 +443,9 @@ class Memory:
             ...              packet.items[0].score)
             True
         """
-        from extraction.entities import query_phrases
-        from graph import packet_log
-        from graph.recall import PolicyChangedError, RecallRequest
-        from graph.recall import recall as recall_q
+        from palimpsest.extraction.entities import query_phrases
+        from palimpsest.graph.recall import PolicyChangedError, RecallRequest, packet_log
+        from palimpsest.graph.recall import recall as recall_q
 
         if not isinstance(explain, bool):
             raise BadInputError("explain must be true or false", field="explain")
@@ -525,8 +527,8 @@ class Memory:
         """The router's decision for `text` under `pol` (None: the policy has no router), and the LLM
         router's cost when it was asked. A pinned decision (an earlier packet's stages) is taken as it was,
         later rounds included."""
-        from extraction.router_llm import classify as classify_question
-        from graph.recall import router as router_q
+        from palimpsest.extraction.router_llm import classify as classify_question
+        from palimpsest.graph.recall import router as router_q
 
         if pol.router == "none":
             return None, None
@@ -549,7 +551,7 @@ class Memory:
         """The logged packet, and whether recomputing it at its revision gives the same fingerprint; with
         `explain`, the recomputed packet's explanations are put on the logged packet's items (when it
         matches: the same fingerprint is the same ranking)."""
-        from graph import packet_log
+        from palimpsest.graph.recall import packet_log
 
         logged = packet_log.load_packet(self.rt.driver, self.namespace, _text(fingerprint, "fingerprint"), self._db)
         again = self.recall(logged.query, k=logged.k, policy_version=logged.policy_version,
@@ -571,7 +573,7 @@ class Memory:
         Raises:
             BadInputError / LimitExceededError: as `recall`, or `rounds` outside 1..MAX_ASK_ROUNDS.
         """
-        from api.ask import recall_rounds
+        from palimpsest.api.ask import recall_rounds
 
         return recall_rounds(self, query, rounds=rounds, k=k, policy_version=policy_version,
                              as_of_revision=as_of_revision, valid_at=valid_at, explain=explain)
@@ -595,7 +597,7 @@ class Memory:
             BadInputError: an empty question, no model, bad `rounds` / `expansion`.
             UnavailableError: the reader's call failed (field `llm_model`).
         """
-        from api.ask import ask
+        from palimpsest.api.ask import ask
 
         return ask(self, question, llm_model=llm_model, rounds=rounds, expansion=expansion, k=k,
                    policy_version=policy_version, as_of_revision=as_of_revision, valid_at=valid_at,
@@ -609,7 +611,7 @@ class Memory:
         `as_of_revision=packet.store_revision` lists what inference did to that packet), or the whole
         namespace; in force at `as_of_revision` (default: now), or every one ever recorded with
         `include_undone`. Each has its reason, confidence and revision."""
-        from graph import inferred as inferred_q
+        from palimpsest.graph.claims import inferred as inferred_q
 
         if claim_ids is not None:
             if len(claim_ids) > limits.MAX_BATCH_ITEMS:
@@ -626,7 +628,7 @@ class Memory:
     def undo_inferred(self, newer_id: str, older_id: str, reason: str) -> UndoInferenceResult:
         """Undo one inferred supersession (an operator's correction), at a new store revision: the older
         claim is current again from then on, and the worker will not infer the same pair again."""
-        from graph import inferred as inferred_q
+        from palimpsest.graph.claims import inferred as inferred_q
 
         newer_id, older_id = _text(newer_id, "newerId"), _text(older_id, "olderId")
         if not isinstance(reason, str) or not reason.strip():
@@ -662,8 +664,8 @@ class Memory:
         For tests and careful callers that must see the contradictions of what they just wrote.
         Raises ProjectionsTimeoutError if the worker has not got there within `timeout` seconds.
         """
-        from graph.projections import projections_state
-        from schema.errors import ProjectionsTimeoutError
+        from palimpsest.graph.projections import projections_state
+        from palimpsest.schema.errors import ProjectionsTimeoutError
 
         if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
             raise BadInputError("revision must be a non-negative integer", field="revision")
@@ -687,13 +689,13 @@ class Memory:
 
     def run_projections(self, config: WorkerConfig | None = None) -> PassReport:
         """Run one worker pass for this namespace now, synchronously, in this thread."""
-        from api.worker import run_once
+        from palimpsest.api.worker import run_once
 
         return run_once(self.rt, self.namespace, config)
 
     def start_worker(self, *, interval: float = 0.5, config: WorkerConfig | None = None) -> BackgroundWorker:
         """Start a background worker thread for this namespace; stop it with `.stop()` (or use `with`)."""
-        from api.worker import BackgroundWorker
+        from palimpsest.api.worker import BackgroundWorker
 
         return BackgroundWorker(self.rt, namespaces=[self.namespace], interval=interval, config=config).start()
 
@@ -701,14 +703,14 @@ class Memory:
     # ---- entities (knowledge graph) -------------------------------------------------------
     def entity(self, entity_id: str) -> dict[str, Any]:
         """One entity with its names, type, PageRank and number of mentioning claims."""
-        from graph import entities as entity_q
+        from palimpsest.graph.knowledge import entities as entity_q
 
         return entity_q.get_entity(self.rt.driver, self.namespace, _text(entity_id, "id"), self._db)
 
     def find_entities(self, name: str) -> list[dict[str, Any]]:
         """Entities whose canonical name equals the canonical form of `name` ("Checkout-API" → "checkout api")."""
-        from extraction.entities import canonical
-        from graph import entities as entity_q
+        from palimpsest.extraction.entities import canonical
+        from palimpsest.graph.knowledge import entities as entity_q
 
         key = canonical(_text(name or "", "name"))
         if not key:
@@ -717,27 +719,27 @@ class Memory:
 
     def entity_neighbours(self, entity_id: str, first: int = 20) -> list[dict[str, Any]]:
         """RELATED neighbours, by co-mention weight, then PageRank, then id."""
-        from graph import entities as entity_q
+        from palimpsest.graph.knowledge import entities as entity_q
 
         return entity_q.neighbourhood(self.rt.driver, self.namespace, _text(entity_id, "id"), first, self._db)
 
     def entity_path(self, source_id: str, target_id: str, max_hops: int = 4) -> list[dict[str, Any]]:
         """One shortest RELATED path between two entities (ends included), [] if none within max_hops."""
-        from graph import entities as entity_q
+        from palimpsest.graph.knowledge import entities as entity_q
 
         return entity_q.shortest_path(self.rt.driver, self.namespace, _text(source_id, "from"), _text(target_id, "to"),
                                       max_hops, self._db)
 
     def entity_neighbours_many(self, entity_ids: Sequence[str], first: int = 20) -> dict[str, list[dict[str, Any]]]:
         """`entity_neighbours` of many entities in one round trip: id -> neighbours ([] for an unknown id)."""
-        from graph import entities as entity_q
+        from palimpsest.graph.knowledge import entities as entity_q
 
         ids = [_text(e, "id") for e in entity_ids]
         return entity_q.neighbourhoods(self.rt.driver, self.namespace, ids, first, self._db)
 
     def top_entities(self, first: int = 20) -> list[dict[str, Any]]:
         """Entities by global PageRank as last computed by the worker."""
-        from graph import entities as entity_q
+        from palimpsest.graph.knowledge import entities as entity_q
 
         return entity_q.top_entities(self.rt.driver, self.namespace, first, self._db)
 
@@ -746,7 +748,7 @@ class Memory:
         """Facts the worker derived (about `entity_id` as subject or object, if given), newest first,
         with confidence and supporting claim ids; superseded ones too when asked, since they still
         say what held before."""
-        from graph import facts as facts_q
+        from palimpsest.graph.knowledge import facts as facts_q
 
         return facts_q.list_facts(self.rt.driver, self.namespace, entity_id=_opt_text(entity_id, "entity_id"),
                                   include_superseded=include_superseded, first=first, database=self._db)
@@ -754,7 +756,7 @@ class Memory:
     def facts_many(self, entity_ids: Sequence[str], *, include_superseded: bool = False,
                    first: int = 100) -> dict[str, list[dict[str, Any]]]:
         """`facts(entity_id)` of many entities in one round trip: id -> its facts, newest first."""
-        from graph import facts as facts_q
+        from palimpsest.graph.knowledge import facts as facts_q
 
         ids = [_text(e, "id") for e in entity_ids]
         return facts_q.facts_of(self.rt.driver, self.namespace, ids, include_superseded=include_superseded,
@@ -762,7 +764,7 @@ class Memory:
 
     def refresh_pagerank(self, *, force: bool = True) -> bool:
         """Recompute global PageRank now (the worker does it when the graph grew enough); True if it ran."""
-        from graph.gds import refresh_pagerank
+        from palimpsest.graph.knowledge.gds import refresh_pagerank
 
         return refresh_pagerank(self.rt.driver, self.namespace, force=force, database=self._db).ran
 

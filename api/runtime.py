@@ -12,12 +12,12 @@ from types import TracebackType
 
 from neo4j import Driver
 
-from extraction.embeddings import DEFAULT_MODEL, Embedder, shared_embedder
-from extraction.reader import ReaderOptions
-from graph.connection import Neo4jSettings, ServerInfo, guard, open_driver, server_info
-from graph.mention_graph import MentionCache
-from schema.errors import BadInputError
-from schema.migrate import migrate
+from palimpsest.extraction.embeddings import DEFAULT_MODEL, Embedder, shared_embedder
+from palimpsest.extraction.reader import ReaderOptions
+from palimpsest.graph.db.connection import Neo4jSettings, ServerInfo, guard, open_driver, server_info
+from palimpsest.graph.knowledge.mention_graph import MentionCache
+from palimpsest.schema.errors import BadInputError
+from palimpsest.schema.migrate import migrate
 
 DEFAULT_MENTION_CACHE_EDGES = 2_000_000
 
@@ -47,13 +47,13 @@ class Runtime:
     # How `ask` reaches its reader (rate limit, timeout, provider plumbing; never a key — litellm reads
     # the provider's own environment variable). The model itself is policy or the caller's.
     reader: ReaderOptions = field(default_factory=ReaderOptions)
-    # The namespaces' entity graphs held for graph expansion (graph.mention_graph), at most this many
+    # The namespaces' entity graphs held for graph expansion (graph.knowledge.mention_graph), at most this many
     # MENTIONS edges in all (PALIMPSEST_MENTION_CACHE_EDGES; 0 turns it off): an accelerator, packets
     # are the same without it.
     mentions: MentionCache | None = None
 
     def __post_init__(self) -> None:
-        # Every face reaches Neo4j through the guard (graph.errors, graph.deadline), whoever built the driver.
+        # Every face reaches Neo4j through the guard (graph.db.errors, graph.db.deadline), whoever built the driver.
         self.driver = guard(self.driver, self.settings)
         if self.mentions is None:
             self.mentions = MentionCache(mention_cache_edges(), self.driver, self.settings.database)

@@ -37,24 +37,28 @@ from typing import Any
 
 from neo4j.exceptions import ServiceUnavailable, SessionExpired
 
-from api.runtime import Runtime
-from extraction import entities as ent
-from extraction import supersession
-from extraction.contradiction import (
+from palimpsest.api.runtime import Runtime
+from palimpsest.extraction import entities as ent
+from palimpsest.extraction import supersession
+from palimpsest.extraction.contradiction import (
     Detector,
     DetectorFactory,
     DetectorOptions,
     TextPair,
     detect_contradictions,
 )
-from extraction.supersession_llm import LlmInferenceOptions, LlmSupersessionJudge
-from graph import claim_index, claim_terms, gds, inferred, policies
-from graph import entities as graph_entities
-from graph import facts as graph_facts
-from graph import projections as proj
-from graph.recall.stored_sentences import ClaimSentences, EmbedStable, backfill_batch, embedded_sentences
-from schema.errors import NotFoundError, UnavailableError
-from schema.models import DEFAULT_POLICY, Policy
+from palimpsest.extraction.supersession_llm import LlmInferenceOptions, LlmSupersessionJudge
+from palimpsest.graph import policies
+from palimpsest.graph import projections as proj
+from palimpsest.graph.claims import index as claim_index
+from palimpsest.graph.claims import inferred
+from palimpsest.graph.claims import terms as claim_terms
+from palimpsest.graph.claims.sentence_vectors import ClaimSentences, EmbedStable, backfill_batch, embedded_sentences
+from palimpsest.graph.knowledge import entities as graph_entities
+from palimpsest.graph.knowledge import facts as graph_facts
+from palimpsest.graph.knowledge import gds
+from palimpsest.schema.errors import NotFoundError, UnavailableError
+from palimpsest.schema.models import DEFAULT_POLICY, Policy
 
 log = logging.getLogger(__name__)
 MAX_CACHED_NAMESPACES = 8  # entity-vector caches kept per worker (~1.5 kB per entity each)
@@ -92,11 +96,11 @@ class WorkerConfig:
     # above the threshold, compared with every earlier entity of the namespace (ent.EntityVectors).
     entity_embeddings: bool = True
     entity_merge_threshold: float = 0.92
-    # Every fact the extractor states is embedded as "subject predicate object" (graph.facts.fact_text)
+    # Every fact the extractor states is embedded as "subject predicate object" (graph.knowledge.facts.fact_text)
     # and stored with the fact, for fact retrieval (policy `fact_retrieval`). Only LLM extraction states
     # facts, so the offline extractor costs nothing here.
     fact_embeddings: bool = True
-    # The sentence vectors `rerank: sentences` reads (graph.recall.stored_sentences), embedded once per claim and
+    # The sentence vectors `rerank: sentences` reads (graph.claims.sentence_vectors), embedded once per claim and
     # stored with it: with its projection, or (claims projected before) by a backfill of at most `batch_claims`
     # a pass. None: when the namespace's default policy reranks by sentences; True or
     # False: always or never (True serves a namespace that asks for the stage in a per-request policy). A
@@ -461,13 +465,13 @@ class ProjectionWorker:
                   report: PassReport) -> list[inferred.InferredWrite]:
         """Inferred supersession for one batch: claims written in it without a claim_key, judged
         against the older current claims that share an entity with them or are among their nearest
-        neighbours in the namespace (graph.inferred.inference_candidates), at most
+        neighbours in the namespace (graph.claims.inferred.inference_candidates), at most
         `contradiction.max_pairs_per_claim` each.
 
         Runs after the entity job because the batch's MENTIONS are only committed with it: they
         are passed along in memory. A claim restored by a retraction is not a subject here — it
         is the older side of a pair, never a new statement. The decisions are written by the
-        projections commit (graph.inferred.write_inferred), which re-checks them under the lock.
+        projections commit (graph.claims.inferred.write_inferred), which re-checks them under the lock.
         """
         subjects = [s for s in batch.subjects if s.claim_key is None and s.revision == s.claim_revision]
         if not subjects:
@@ -584,7 +588,7 @@ class ProjectionWorker:
             try:
                 reports.append(self.run_once(ns, pagerank=pagerank))
             except (ServiceUnavailable, SessionExpired, UnavailableError):
-                raise  # the database is gone (graph.errors maps the driver's errors): the whole pass backs off
+                raise  # the database is gone (graph.db.errors maps the driver's errors): the whole pass backs off
             except Exception as exc:  # one namespace's trouble (e.g. deleted mid-pass) must not stall the rest
                 self.failures["namespace"] += 1
                 self.pass_errors.append(f"{type(exc).__name__}: {exc}")

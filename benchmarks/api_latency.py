@@ -24,11 +24,11 @@ from typing import Any
 import httpx
 import uvicorn
 
-from api.app import create_app
-from api.auth import KeyStore
-from api.memory import Memory
-from api.runtime import Runtime
-from graph.maintenance import drop_namespace
+from palimpsest.api.app import create_app
+from palimpsest.api.auth import KeyStore
+from palimpsest.api.memory import Memory
+from palimpsest.api.runtime import Runtime
+from palimpsest.graph.lifecycle.maintenance import drop_namespace
 
 SUBJECTS = ["checkout-api", "payments-db", "search-index", "auth-gateway", "billing-worker", "cdn-edge",
             "orders-queue", "inventory-svc", "email-relay", "reporting-etl", "session-cache", "ml-ranker"]

@@ -44,7 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from graph.maintenance import drop_namespace
+from palimpsest.graph.lifecycle.maintenance import drop_namespace
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SICK = REPO.parent / "shared" / "data" / "sick"
@@ -94,7 +94,7 @@ def prf(tp: int, fp: int, fn: int) -> dict[str, float]:
 
 def evaluate(detector: Any, pairs: Sequence[Pair], batch: int) -> dict[str, Any]:
     """Judge every pair (b is the newer claim, as the worker would see it) and score the contradiction class."""
-    from extraction.contradiction import DetectorUnavailableError, TextPair
+    from palimpsest.extraction.contradiction import DetectorUnavailableError, TextPair
 
     predictions: list[bool | None] = []
     per_pair_ms: list[float] = []
@@ -128,7 +128,7 @@ def evaluate(detector: Any, pairs: Sequence[Pair], batch: int) -> dict[str, Any]
 
 
 def build_detectors(args: argparse.Namespace) -> list[Any]:
-    from extraction.contradiction import HeuristicDetector, LlmJudge, NliDetector
+    from palimpsest.extraction.contradiction import HeuristicDetector, LlmJudge, NliDetector
 
     detectors: list[Any] = [HeuristicDetector(args.heuristic_threshold)]
     if args.nli_model:
@@ -142,11 +142,11 @@ def build_detectors(args: argparse.Namespace) -> list[Any]:
 
 # ------------------------------------------------------------------------------------ end to end
 def end_to_end(args: argparse.Namespace, agent_pairs: Sequence[Pair]) -> dict[str, Any]:
-    from api.memory import Memory
-    from api.runtime import Runtime
-    from api.worker import BackgroundWorker, WorkerConfig
-    from graph import projections as proj
-    from graph.contradiction_queries import contradictions_after
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.api.worker import BackgroundWorker, WorkerConfig
+    from palimpsest.graph import projections as proj
+    from palimpsest.graph.claims.contradictions import contradictions_after
 
     rng = random.Random(args.seed)
     positives = [p for p in agent_pairs if p.contradiction]

@@ -49,8 +49,8 @@ _ID_SPACES = {"claim": "claim", "erased": "claim", "entity": "entity", "fact": "
 # ------------------------------------------------------------------------------------------------
 def reverse_ids(lines: Iterable[str], target: str) -> dict[str, str]:
     """new id → old id for every claim, tombstone, entity and fact of an export file remapped into
-    `target` (graph.importer.remapped_id is deterministic, so the map is computed, not read back)."""
-    from graph.importer import remapped_id
+    `target` (graph.lifecycle.importer.remapped_id is deterministic, so the map is computed, not read back)."""
+    from palimpsest.graph.lifecycle.importer import remapped_id
 
     out: dict[str, str] = {}
     for line in lines:
@@ -65,7 +65,7 @@ def reverse_ids(lines: Iterable[str], target: str) -> dict[str, str]:
 def translate(packet: Any, back: Mapping[str, str], namespace: str) -> Any:
     """A packet of the remapped store as the source would have written it: ids and namespace mapped
     back, then the lists recall orders by id re-sorted with the source's ids."""
-    from schema.models import ContextPacket
+    from palimpsest.schema.models import ContextPacket
 
     def t(value: Any) -> Any:
         return back.get(value, value) if isinstance(value, str) else value
@@ -181,9 +181,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def run(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse(argv)
-    from api.memory import Memory
-    from api.runtime import Runtime
-    from graph.maintenance import drop_namespace
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.graph.lifecycle.maintenance import drop_namespace
 
     rt = Runtime.from_env()
     src_ns, remap_ns = f"{args.namespace_prefix}-src", f"{args.namespace_prefix}-remap"

@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from graph.maintenance import drop_namespace
+from palimpsest.graph.lifecycle.maintenance import drop_namespace
 
 DEFAULT_RESULTS = Path(__file__).resolve().parent / "results" / "fact-retrieval-latest.json"
 _LINE = re.compile(r"^Claim (\d+)(?: \(about: [^)]*\))?: (.*)$")
@@ -123,10 +123,10 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def run(films: int, prefix: str, seed: int) -> dict[str, Any]:
-    from api.memory import Memory
-    from api.runtime import Runtime
-    from api.worker import ProjectionWorker, WorkerConfig
-    from extraction.entities import LlmExtractorOptions
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.api.worker import ProjectionWorker, WorkerConfig
+    from palimpsest.extraction.entities import LlmExtractorOptions
 
     answers, questions = world(films, seed)
     rt = Runtime.from_env()

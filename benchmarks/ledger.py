@@ -21,7 +21,7 @@ from typing import Any
 
 from neo4j import Driver
 
-from schema.errors import ConflictError, DeadlineExceededError, UnavailableError
+from palimpsest.schema.errors import ConflictError, DeadlineExceededError, UnavailableError
 
 TOKEN = re.compile(r"\[w:([0-9a-z-]+)\]")
 RETRYABLE = (UnavailableError, DeadlineExceededError)

@@ -59,9 +59,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from api.memory import Memory
-    from api.runtime import Runtime
-    from extraction.reader import ReaderOptions
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.extraction.reader import ReaderOptions
 
 DEFAULT_DATA = Path("../shared/data/locomo/locomo10.json")
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -271,7 +271,7 @@ def claims_of(conv: Conversation, variant: Variant) -> list[dict[str, Any]]:
 
 def indexed_text(item: dict[str, Any]) -> str:
     """The text a turn is represented by for the baselines: what Palimpsest embeds for it."""
-    from schema.subjects import text_for_vector
+    from palimpsest.schema.subjects import text_for_vector
 
     return text_for_vector(item["content"], item["metadata"])
 
@@ -509,12 +509,12 @@ def run_conversation(rt: Runtime, conv: Conversation, variant: Variant, modes: d
                      reader: ReaderOptions | None = None) -> ConversationRun:
     import numpy as np
 
-    from api.memory import Memory
-    from api.worker import ProjectionWorker, WorkerConfig
     from benchmarks.rerank_required import require_rerank
-    from graph.maintenance import drop_namespace
-    from schema.ask import ReaderCost
-    from schema.errors import UnavailableError
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.worker import ProjectionWorker, WorkerConfig
+    from palimpsest.graph.lifecycle.maintenance import drop_namespace
+    from palimpsest.schema.ask import ReaderCost
+    from palimpsest.schema.errors import UnavailableError
 
     ns = f"{prefix}-c{conv.index}"
     existing, _, _ = rt.driver.execute_query("MATCH (s:Store {namespace: $ns}) RETURN count(s) AS n", ns=ns,
@@ -648,7 +648,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=17,
                    help="names the namespaces (default 17). The benchmark draws nothing at random; claim ids "
                         "are fresh per run, and recall breaks score ties by a claim's content before its id "
-                        "(graph/claim_order.py), so a rerun ranks alike; within a run every packet is checked "
+                        "(graph/claims/order.py), so a rerun ranks alike; within a run every packet is checked "
                         "to repeat")
     p.add_argument("--namespace-prefix", default=None,
                    help="namespaces are <prefix>-<variant>-c<conversation> (default bench-locomo-<seed>); "
@@ -698,8 +698,8 @@ def run(argv: Sequence[str] | None = None, *, reader: ReaderOptions | None = Non
         import torch
 
         torch.set_num_threads(args.torch_threads)
-    from api.runtime import Runtime
-    from extraction.reader import ReaderOptions
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.extraction.reader import ReaderOptions
 
     if reader is None and args.llm_model:
         reader = ReaderOptions(max_calls_per_second=args.llm_rps)

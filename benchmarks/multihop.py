@@ -10,12 +10,12 @@ Why it is built this way:
 * **Passage Recall@2 / Recall@5** as in HippoRAG: the share of a question's gold passages among
   the top k, averaged over questions.
 * **Baselines run side by side in one process on one Neo4j**: dense = the namespace's vector
-  index top-k; BM25 = its fulltext index (Lucene BM25) top-k (graph.claim_index); hybrid =
+  index top-k; BM25 = its fulltext index (Lucene BM25) top-k (graph.claims.index); hybrid =
   Palimpsest recall (vector + fulltext pool, linear fusion), with the default policy and with
   `sibling_penalty: 1.0` (the rule, meant for code-like names, also fires on ordinary Wikipedia
   names); hybrid + PPR = `CHOSEN` below. Extra configurations (RRF, weights, damping, seeds)
   are reported with `--tune`, including the ones that did not help.
-* **The offline second round** (`+round 2` modes: `Memory.recall_rounds`, graph/rounds.py) runs
+* **The offline second round** (`+round 2` modes: `Memory.recall_rounds`, graph/recall/rounds.py) runs
   beside the one-round modes on the same namespace: round 1 as the mode, round 2 with the question
   plus the bridge entities of round 1's top items, fused. Its latency is both rounds together.
 * **Tune on MuSiQue only**: `--tune` runs the grid on MuSiQue; HotpotQA is reported with the
@@ -45,12 +45,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.rerank_required import require_rerank
-from graph import claim_index
-from graph.claim_index import vector_hits
-from graph.maintenance import drop_namespace
+from palimpsest.graph.claims import index as claim_index
+from palimpsest.graph.claims.index import vector_hits
+from palimpsest.graph.lifecycle.maintenance import drop_namespace
 
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
-# The namespace's own claims only, as recall searches them (graph.claim_index); BM25 in the namespace's
+# The namespace's own claims only, as recall searches them (graph.claims.index); BM25 in the namespace's
 # own fulltext index (`claim_index.ensure(…, minimum=0)` before the queries), so Lucene's statistics are
 # the namespace's.
 DENSE_CYPHER = (
@@ -185,11 +185,11 @@ def _pct(values: list[float], q: float) -> float:
 def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool = False,
                 single_names: bool = False, prefix: str = "bench-multihop",
                 embed_subjects: bool = True, llm_model: str | None = None) -> DatasetResult:
-    from api.memory import Memory
-    from api.runtime import Runtime
-    from api.worker import ProjectionWorker, WorkerConfig
-    from extraction.entities import ExtractorOptions
-    from graph.recall import lucene_query
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.api.worker import ProjectionWorker, WorkerConfig
+    from palimpsest.extraction.entities import ExtractorOptions
+    from palimpsest.graph.recall import lucene_query
 
     rt = Runtime.from_env()
     ns = f"{prefix}-{ds.name.replace('+', '-')}-{uuid.uuid4().hex[:8]}"
@@ -211,7 +211,7 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
         if llm_model:
             extract = "extract-llm"
             mem.register_policy({"version": extract, "extractor": "llm", "extractor_model": llm_model})
-        # Sentence vectors (graph.recall.stored_sentences) when a mode reads sentences: what a deployment
+        # Sentence vectors (graph.claims.sentence_vectors) when a mode reads sentences: what a deployment
         # whose policy reranks by sentences has, so the mode's latency is a served namespace's.
         config = WorkerConfig(batch_claims=500, extractor=ExtractorOptions(single_names=single_names),
                               entity_embeddings=False, policy_version=extract,
@@ -301,11 +301,11 @@ def _mean(values: list[float]) -> float:
 # fills ranks 3..k without displacing the direct hits. Seeds, damping and candidates stay default.
 CHOSEN: dict[str, Any] = {"graph_expansion": "ppr", "sibling_penalty": 1.0, "ppr_protect_top": 2}
 BASE: dict[str, dict[str, Any]] = {"hybrid": {}, "hybrid-nosib": {"sibling_penalty": 1.0}, "hybrid+ppr": CHOSEN}
-# The offline second round (Memory.recall_rounds, graph/rounds.py) on top of the two best one-round
+# The offline second round (Memory.recall_rounds, graph/recall/rounds.py) on top of the two best one-round
 # modes, with the Policy's expansion defaults (tuned on MuSiQue: bridges without the items' own
 # subjects, later round weighted 2, round 1's top two kept). `rounds` is not a policy knob.
 BASE |= {"hybrid-nosib +round 2": {"sibling_penalty": 1.0, "rounds": 2}, "hybrid+ppr +round 2": {**CHOSEN, "rounds": 2}}
-# The sentence reranker (rerank: sentences, graph/recall/sentences.py) over the fused top 20, alone and
+# The sentence reranker (rerank: sentences, graph/sentences.py) over the fused top 20, alone and
 # under the best two-round policy (each round's packet reranked, then the rounds fused).
 SENTENCES: dict[str, Any] = {"rerank": "sentences", "rerank_top": 20}
 BASE |= {"hybrid-nosib +sentences": {"sibling_penalty": 1.0, **SENTENCES},
@@ -366,7 +366,7 @@ GRID: dict[str, dict[str, Any]] = {
 
 def _supported(knobs: dict[str, Any]) -> dict[str, Any]:
     """Drop knobs this checkout's Policy does not have yet (`ppr_protect_top` is proposed, not merged)."""
-    from schema.models import Policy
+    from palimpsest.schema.models import Policy
 
     known = {*Policy.model_fields, "rounds"}  # `rounds` picks recall_rounds (run_dataset), not a knob
     missing = sorted(set(knobs) - known)

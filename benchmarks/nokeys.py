@@ -62,14 +62,14 @@ from benchmarks.temporal import (
     generate_corpus,
     percentile,
 )
-from graph.claim_index import vector_hits
+from palimpsest.graph.claims.index import vector_hits
 
 DATA = Path(__file__).resolve().parent / "data" / "nokeys_eval.jsonl"
 DATA_B = Path(__file__).resolve().parent / "data" / "nokeys_eval_b.jsonl"
 SET_B = "set_b"   # the second set's group: all of it is held out, so it is not split
 THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 RECENCY_CYPHER = (
-    # The namespace's own claims only, as recall searches them (graph.claim_index).
+    # The namespace's own claims only, as recall searches them (graph.claims.index).
     "MATCH (st:Store {namespace: $ns}) " + vector_hits("st", "$vec", "$n") +
     "WITH count(*) AS raw, collect(CASE WHEN node.namespace = $ns THEN {id: node.id, revision: node.revision, "
     "pos: coalesce(node.batch_index, 0), score: score, embedding: node.embedding} END) AS hits "
@@ -318,14 +318,14 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
     args = _parse(args_list)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    from api.memory import Memory
-    from api.runtime import Runtime
-    from api.worker import WorkerConfig
-    from extraction.embeddings import Embedder
-    from extraction.supersession_llm import LlmInferenceOptions
-    from graph.check import check
-    from graph.maintenance import drop_namespace
-    from schema.models import Policy
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.api.worker import WorkerConfig
+    from palimpsest.extraction.embeddings import Embedder
+    from palimpsest.extraction.supersession_llm import LlmInferenceOptions
+    from palimpsest.graph.claims.check import check
+    from palimpsest.graph.lifecycle.maintenance import drop_namespace
+    from palimpsest.schema.models import Policy
 
     started = time.perf_counter()
     load_start = list(os.getloadavg())

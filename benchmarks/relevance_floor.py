@@ -41,9 +41,9 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS_DIR)
     args = p.parse_args(args_list)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from api.memory import Memory
-    from api.runtime import Runtime
-    from graph.maintenance import drop_namespace
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.graph.lifecycle.maintenance import drop_namespace
 
     data = load_situatedqa(args.situatedqa, "dev", args.limit)
     rt = Runtime.from_env()

@@ -85,13 +85,13 @@ def _rss_mib(pid: int) -> float:
 
 
 def _runtime() -> Any:
-    from api.runtime import Runtime
+    from palimpsest.api.runtime import Runtime
 
     return Runtime.from_env()
 
 
 def _check(rt: Any, namespace: str) -> dict[str, Any]:
-    from api.memory import Memory
+    from palimpsest.api.memory import Memory
 
     report = Memory(rt, namespace).check()
     return {"ok": report.ok, "violations": dict(report.violation_counts), "claims": report.claims,
@@ -105,7 +105,7 @@ def serve(env: dict[str, str], *, worker: bool = False, keys: str | None = None)
     child_env = {**os.environ, **env}
     if keys is not None:
         child_env["PALIMPSEST_API_KEYS"] = keys
-    cmd = [sys.executable, "-m", "api.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+    cmd = [sys.executable, "-m", "palimpsest.api.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
            "--worker" if worker else "--no-worker"]
     proc = subprocess.Popen(cmd, env=child_env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -161,7 +161,7 @@ def _writer_init() -> None:
 
 def _writer_task(job: tuple[str, int, int, int, int, float]) -> dict[str, Any]:
     """One process's round: `writes` claims (70% on the shared keys), retracting some of its own."""
-    from api.memory import Memory
+    from palimpsest.api.memory import Memory
 
     namespace, rnd, proc, writes, keys, retract_share = job
     mem = Memory(_WRITER, namespace)
@@ -217,10 +217,10 @@ def scenario_writers(rt: Any, prefix: str, args: argparse.Namespace) -> dict[str
 def _probe(stop: threading.Event, port: int, namespace: str, mem: Any, deadline_s: float) -> dict[str, Any]:
     """Recall every 0.5 s through both faces; record each failure's code and how long it took.
 
-    The Python face runs without a deadline unless the caller sets one (graph/deadline.py); the
+    The Python face runs without a deadline unless the caller sets one (graph/db/deadline.py); the
     probe sets the documented `within(deadline_s)`, as a caller that must answer in time would."""
-    from graph.deadline import within
-    from schema.errors import PalimpsestError
+    from palimpsest.graph.db.deadline import within
+    from palimpsest.schema.errors import PalimpsestError
 
     seen: dict[str, Any] = {"python": [], "http": []}
     query = "query($ns: String) { recall(query: \"units\", namespace: $ns, k: 3) { storeRevision } }"
@@ -251,8 +251,8 @@ def _probe(stop: threading.Event, port: int, namespace: str, mem: Any, deadline_
 
 
 def scenario_neo4j_kill(rt: Any, prefix: str, args: argparse.Namespace, cfg: Any) -> dict[str, Any]:
-    from api.memory import Memory
-    from graph import server
+    from palimpsest.api.memory import Memory
+    from palimpsest.graph.db import local_server as server
 
     namespace = f"{prefix}kill-{uuid.uuid4().hex[:6]}"
     mem = Memory(rt, namespace)
@@ -316,10 +316,10 @@ def scenario_neo4j_kill(rt: Any, prefix: str, args: argparse.Namespace, cfg: Any
 
 # ------------------------------------------------------------------------------------- bolt-proxy
 def scenario_bolt_proxy(rt: Any, prefix: str, args: argparse.Namespace) -> dict[str, Any]:
-    from api.memory import Memory
-    from api.runtime import Runtime
     from benchmarks.bolt_proxy import CommitDroppingProxy
-    from graph.connection import build_driver
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.graph.db.connection import build_driver
 
     namespace = f"{prefix}proxy-{uuid.uuid4().hex[:6]}"
     ledger = Ledger()
@@ -387,7 +387,7 @@ def derived_graph(rt: Any, namespace: str) -> dict[str, list[Any]]:
 
 
 def project_fully(rt: Any, namespace: str, batch: int) -> int:
-    from api.worker import WorkerConfig, run_once
+    from palimpsest.api.worker import WorkerConfig, run_once
 
     passes = 0
     while True:
@@ -399,7 +399,7 @@ def project_fully(rt: Any, namespace: str, batch: int) -> int:
 
 
 def scenario_worker_kill(rt: Any, prefix: str, args: argparse.Namespace) -> dict[str, Any]:
-    from api.memory import Memory
+    from palimpsest.api.memory import Memory
 
     tag = uuid.uuid4().hex[:6]
     clean, crash = f"{prefix}wk-clean-{tag}", f"{prefix}wk-crash-{tag}"
@@ -413,7 +413,7 @@ def scenario_worker_kill(rt: Any, prefix: str, args: argparse.Namespace) -> dict
     clean_s = time.perf_counter() - t0
     rng = random.Random(7)
     kills: list[int] = []
-    cmd = [sys.executable, "-m", "api.cli", "worker", "-n", crash, "--interval", "0.05",
+    cmd = [sys.executable, "-m", "palimpsest.api.cli", "worker", "-n", crash, "--interval", "0.05",
            "--batch", str(args.worker_batch)]
     t0 = time.perf_counter()
     for _ in range(args.kills):
@@ -442,8 +442,8 @@ def scenario_worker_kill(rt: Any, prefix: str, args: argparse.Namespace) -> dict
 
 # ---------------------------------------------------------------------------------------- hostile
 def scenario_hostile(rt: Any, prefix: str, args: argparse.Namespace) -> dict[str, Any]:
-    from api.auth import hash_key
     from benchmarks import hostile_graphql, hostile_http
+    from palimpsest.api.auth import hash_key
 
     namespace = f"{prefix}hostile-{uuid.uuid4().hex[:6]}"
     keys = json.dumps([{"name": "bench", "sha256": hash_key(API_KEY), "namespaces": {namespace: ["read", "write"]}}])
@@ -489,8 +489,8 @@ def scenario_hostile(rt: Any, prefix: str, args: argparse.Namespace) -> dict[str
 
 # ------------------------------------------------------------------------------------------- load
 def scenario_load(rt: Any, prefix: str, args: argparse.Namespace) -> dict[str, Any]:
-    from api.auth import hash_key
-    from api.memory import Memory
+    from palimpsest.api.auth import hash_key
+    from palimpsest.api.memory import Memory
 
     namespace = f"{prefix}load-{uuid.uuid4().hex[:6]}"
     seed = labelled_pairs(args.load_seed_claims // 2)
@@ -645,7 +645,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown scenarios {unknown}; choose from {SCENARIOS}")
 
-    from graph import server
+    from palimpsest.graph.db import local_server as server
 
     cfg = replace(server.ServerConfig.from_env(), bolt_port=args.bolt_port, http_port=args.http_port)
     if args.bolt_port == 7687:
@@ -676,7 +676,7 @@ def main(argv: list[str] | None = None) -> int:
             args.out.with_suffix(".partial.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     finally:
         rt.close()
-    from graph.connection import server_info
+    from palimpsest.graph.db.connection import server_info
 
     info_rt = _runtime()
     info = server_info(info_rt.driver)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from schema.models import ContextPacket
+from palimpsest.schema.models import ContextPacket
 
 
 class RerankNotRunError(SystemExit):

@@ -14,7 +14,7 @@ next to the system:
   (timed with the query vector cached, so it is exactly the non-model part), beside a plain
   `db.index.vector.queryNodes` top-k on the same index filtered by namespace — the floor any
   recall on this index pays. Recall with graph expansion (PPR) is measured twice in the same loop: with
-  the process's in-memory entity graph (graph.mention_graph, as a server runs) and with its
+  the process's in-memory entity graph (graph.knowledge.mention_graph, as a server runs) and with its
   neighbourhood read by statements, with the count of identical packets.
 * **Store sizes** grow in one namespace (default 10k then 100k), so "sub-linear" is measured on one
   store as it grows, not on two stores that differ in other ways.
@@ -49,9 +49,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from api import heap
-from graph.claim_index import vector_hits
-from graph.recall import vector_fetch
+from palimpsest.api import heap
+from palimpsest.graph.claims.index import vector_hits
+from palimpsest.graph.recall import vector_fetch
 
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
 DEFAULT_DATA_DIR = Path.home() / ".cache" / "palimpsest" / "instances" / "bolt-7687" / "data"
@@ -303,8 +303,8 @@ def measure_ingest(mem: Any, embedder: Any, rows: list[dict[str, Any]], batch: i
 
 def statements_memory(rt: Any, namespace: str) -> Any:
     """A Memory of `namespace` on the same driver whose graph expansion reads by statements only."""
-    from api.memory import Memory
-    from graph.mention_graph import MentionCache
+    from palimpsest.api.memory import Memory
+    from palimpsest.graph.knowledge.mention_graph import MentionCache
 
     return Memory(dataclasses.replace(rt, mentions=MentionCache(max_edges=0)), namespace)
 
@@ -314,7 +314,7 @@ def measure_recall(mem: Any, embedder: Any, driver: Any, queries: list[str], as_
     """Per query, in rotating order: plain vector floor (k and the fetch size recall's vector step uses),
     recall beyond embedding, as-of recall beyond embedding, and (with `graph_policy`) recall with PPR graph
     expansion beyond embedding; plus the query embedding on its own. `statements` (a Memory of the same
-    namespace whose runtime holds no entity graph in memory, graph.mention_graph) adds PPR recall read by
+    namespace whose runtime holds no entity graph in memory, graph.knowledge.mention_graph) adds PPR recall read by
     statements, and how many of its packets equal the cached path's. After the warm-up the heap is frozen,
     as `palimpsest serve` freezes it once started, so no full collection of start-up's objects lands in a
     timed recall."""
@@ -415,7 +415,7 @@ def project_entities(rt: Any, ns: str) -> dict[str, Any]:
     """Run the projection worker's entity job until it has caught up with the store (contradiction
     detectors off, exact-name entity merging, as benchmarks/multihop.py does): graph expansion needs the
     MENTIONS graph, and how long building it takes at each size is worth knowing too."""
-    from api.worker import ProjectionWorker, WorkerConfig
+    from palimpsest.api.worker import ProjectionWorker, WorkerConfig
 
     worker = ProjectionWorker(rt, WorkerConfig(batch_claims=MAX_BATCH, entity_embeddings=False), detectors=[])
     before = load()
@@ -431,8 +431,8 @@ def project_entities(rt: Any, ns: str) -> dict[str, Any]:
 def fill(mem: Any, rows: list[dict[str, Any]], synthetic: SyntheticVectors | None) -> dict[str, Any]:
     """Grow the store at the largest batch through the real write transaction (`store.write_claims`);
     timed too, though with synthetic vectors the number is the write path alone, not ingest."""
-    from graph import store
-    from schema.models import ClaimInput
+    from palimpsest.graph.claims import store
+    from palimpsest.schema.models import ClaimInput
 
     before = load()
     t = time.perf_counter()
@@ -470,7 +470,7 @@ def tenant_recall(mem: Any, embedder: Any, queries: list[str]) -> dict[str, Any]
 def neighbours(result: dict[str, Any], rt: Any, mem: Any, small: Any, second: Any, embedder: Any, queries: list[str],
                rows: list[dict[str, Any]], synthetic: SyntheticVectors | None, data_dir: Path,
                start_memory: dict[str, Any]) -> dict[str, Any]:
-    """Tenancy at scale (graph.claim_index): the small tenant after the main one grew (same packets? how
+    """Tenancy at scale (graph.claims.index): the small tenant after the main one grew (same packets? how
     much slower?), then the main tenant before and after a second tenant of the same size is written."""
     alone = result["small_tenant_alone"]
     beside = tenant_recall(small, embedder, queries)
@@ -655,9 +655,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def recall_only(args: argparse.Namespace) -> dict[str, Any]:
     """Recall latencies on a store an earlier run kept: measuring a change to recall does not need the
     45-minute fill, ingest and entity projection again, and the store under test is the very same one."""
-    from api.memory import Memory
-    from api.runtime import Runtime
-    from schema.models import DEFAULT_POLICY
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.schema.models import DEFAULT_POLICY
 
     if not args.namespace:
         raise SystemExit("--recall-only needs --namespace (a namespace an earlier --keep run left)")
@@ -708,10 +708,10 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
         import torch
 
         torch.set_num_threads(args.torch_threads)
-    from api.memory import Memory
-    from api.runtime import Runtime
-    from graph.maintenance import drop_namespace
-    from schema.models import DEFAULT_POLICY
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.graph.lifecycle.maintenance import drop_namespace
+    from palimpsest.schema.models import DEFAULT_POLICY
 
     window = args.batch1_items + args.batch64_items + args.batch1000_items
     top = max(args.sizes)

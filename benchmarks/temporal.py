@@ -18,7 +18,7 @@ Why it is built this way:
   ingest results say which claim id was current after every store revision, which is the ground truth for
   both the "now" check and the as-of check; nothing is hard-coded.
 * **Same process, same data, same Neo4j for both systems.** The plain-RAG baseline is top-k cosine over the
-  very same vector search of the namespace's claims (graph.claim_index; no supersession, no status). So the
+  very same vector search of the namespace's claims (graph.claims.index; no supersession, no status). So the
   only difference measured is what Palimpsest adds on top of the index.
 * **Latency is comparable work.** Both systems embed the query on every call (Palimpsest's per-process
   query-embedding cache is bypassed here, since the baseline has none and each query would otherwise be
@@ -61,13 +61,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from graph.claim_index import vector_hits
+from palimpsest.graph.claims.index import vector_hits
 
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
 MAX_BATCH = 1000  # schema.limits.MAX_BATCH_ITEMS; repeated so the corpus code needs no Palimpsest import
 
 BASELINE_CYPHER = (
-    # The namespace's own claims only, as recall searches them (graph.claim_index).
+    # The namespace's own claims only, as recall searches them (graph.claims.index).
     "MATCH (st:Store {namespace: $ns}) " + vector_hits("st", "$vec", "$n") + "WITH node, score "
     "RETURN node.id AS id, node.content AS content, node.claim_key AS claim_key, score "
     "ORDER BY score DESC, node.id LIMIT $k"
@@ -706,9 +706,9 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
     """Generate, ingest, measure both systems, print the table, write JSON; return the results dict."""
     args = _parse(args_list)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from api.memory import Memory
-    from api.runtime import Runtime
-    from extraction.embeddings import Embedder
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.extraction.embeddings import Embedder
 
     started = time.perf_counter()
     load_start = list(os.getloadavg())
@@ -738,7 +738,7 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
         else:
             mem = Memory(rt, namespace=ns)
             if args.fusion or args.min_relevance is not None:
-                from schema.models import Policy
+                from palimpsest.schema.models import Policy
 
                 fusion = args.fusion or "linear"
                 floor = args.min_relevance or 0.0
@@ -771,7 +771,7 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
 
 def _check_all(rt: Any, namespaces: Sequence[str]) -> dict[str, Any]:
     """`palimpsest check` on every namespace the run wrote: the store's invariants must hold after it."""
-    from graph.check import check
+    from palimpsest.graph.claims.check import check
 
     out = {}
     for name in namespaces:
@@ -781,7 +781,7 @@ def _check_all(rt: Any, namespaces: Sequence[str]) -> dict[str, Any]:
 
 
 def _cleanup(rt: Any, ns: str) -> None:
-    from graph.maintenance import drop_namespace
+    from palimpsest.graph.lifecycle.maintenance import drop_namespace
 
     drop_namespace(rt.driver, ns, database=rt.settings.database)
 
@@ -1042,9 +1042,9 @@ def classify_link(newer: tuple[int, int] | None, older: tuple[int, int] | None, 
 
 def _measure_no_keys(args: argparse.Namespace, rt: Any, timings: dict[str, float]) -> dict[str, Any]:
     """Both arms: ingest without keys (worker after every round), recall every key's query, classify links."""
-    from api.memory import Memory
-    from api.worker import WorkerConfig
-    from schema.models import Policy
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.worker import WorkerConfig
+    from palimpsest.schema.models import Policy
 
     k, db = args.k, rt.settings.database
     knobs: dict[str, Any] = {"fusion": args.fusion, "text_weight": args.text_weight} if args.fusion else {}

@@ -4,7 +4,7 @@ step checked against the reference model of docs/TEMPORAL.md (benchmarks/tempora
 Each run is a sequence of "episodes": a fresh namespace, `--episode-steps` random operations (keyed
 and un-keyed writes with and without windows, backfills, corrections, retractions, inferred
 supersessions), every step followed by a full comparison at every revision so far and at world
-instants around every boundary, plus `graph.check`. Episodes keep the comparison cheap (it grows
+instants around every boundary, plus `graph.claims.check`. Episodes keep the comparison cheap (it grows
 with the revisions of one namespace); the steps add up across them. Reports steps run and
 violations found, with the first violating step of each episode that had one.
 
@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.temporal_reference import Reference, StoreUnderTest, compare, describe, random_step
-from graph.connection import Neo4jSettings, open_driver
-from graph.maintenance import drop_namespace
-from schema.migrate import migrate, schema_meta
+from palimpsest.graph.db.connection import Neo4jSettings, open_driver
+from palimpsest.graph.lifecycle.maintenance import drop_namespace
+from palimpsest.schema.migrate import migrate, schema_meta
 
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
 

@@ -4,7 +4,7 @@ The reference is written straight from the table in docs/TEMPORAL.md, as plain l
 claim ever written — no revision lists, no incremental state, nothing shared with `graph/` — so a
 disagreement means one of the two is wrong about the documented model, not that both copied the
 same mistake. `StoreUnderTest` applies the same operations to a real Neo4j namespace through
-`graph.store` and `graph.inferred`; `compare` checks the visible set at every revision and at
+`graph.claims.store` and `graph.claims.inferred`; `compare` checks the visible set at every revision and at
 world instants around every boundary the operations use. The model-based test
 (tests/integration/test_temporal_model.py) drives both with hypothesis; `benchmarks.temporal_model`
 drives them with long seeded random runs.
@@ -20,10 +20,10 @@ from typing import Any
 
 from neo4j import Driver
 
-from graph import inferred
-from graph.check import check, stored_claims, visible_ids
-from graph.store import PreparedClaim, retract, write_claims
-from schema.models import ClaimInput
+from palimpsest.graph.claims import inferred
+from palimpsest.graph.claims.check import check, stored_claims, visible_ids
+from palimpsest.graph.claims.store import PreparedClaim, retract, write_claims
+from palimpsest.schema.models import ClaimInput
 
 # World instants the generated windows use: few, so starts and ends collide often (the cases
 # where the rules differ), with the instants between them checked too.

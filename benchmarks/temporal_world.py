@@ -32,7 +32,7 @@ Systems, all in this run, on the same namespaces and the same Neo4j indexes:
 
 * **Palimpsest** — `Memory.recall(question, k, valid_at=…/as_of_revision=…)`, default policy.
 * **plain RAG** — benchmarks.temporal's baseline: vector top-k over the namespace's
-  claims (graph.claim_index). It takes no time argument, so one answer per question serves every instant.
+  claims (graph.claims.index). It takes no time argument, so one answer per question serves every instant.
 * **newest per key** — vector top-N, keep claims recorded by the revision asked (latest, or the past
   revision), then only the most recently *written* claim per `claim_key`, top-k. It ignores world
   time and fails backfills by design (the backfilled prev is the newest write). On the windows
@@ -44,7 +44,7 @@ Systems, all in this run, on the same namespaces and the same Neo4j indexes:
   not derive windows from a key's later versions: that is exactly what the windows namespace states
   and the keyed namespaces leave to the memory.
 
-The controls fetch N = 10·k per index from the namespace's own search (graph.claim_index, as
+The controls fetch N = 10·k per index from the namespace's own search (graph.claims.index, as
 Palimpsest's recall does, so other namespaces in the same Neo4j do not reach them); the fused or
 filtered list is cut to k afterwards. Their candidates are fetched once per question in the timed
 "now" pass and re-filtered for the other instants and the past revision (the filters run after the
@@ -69,7 +69,7 @@ data (default policy; RRF k = 60 and the fetch size are conventions fixed in adv
 split is only read, never used to choose anything. The numbers are measurements on the dev split,
 not held-out estimates of a tuned system.
 
-After the passes `graph.check.check` runs on every namespace written; its `ok` and violation counts
+After the passes `graph.claims.check.check` runs on every namespace written; its `ok` and violation counts
 are in the results. Results go to `benchmarks/results/temporal-world-*.json`, with the date, the
 platform and the load average. Run `python -m benchmarks.temporal_world --help`.
 """
@@ -102,8 +102,8 @@ from benchmarks.temporal import (
     _write,
     percentile,
 )
-from graph import claim_index
-from graph.claim_index import vector_hits
+from palimpsest.graph.claims import index as claim_index
+from palimpsest.graph.claims.index import vector_hits
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "situatedqa_temporal"
 SOURCE = "situatedqa"
@@ -117,7 +117,7 @@ RESULT_PREFIX = "temporal-world"
 # strings so they compare without driver conversions.
 _MAP = ("{id: node.id, claim_key: node.claim_key, revision: node.revision, valid_from: toString(node.valid_from), "
         "valid_to: toString(node.valid_to), score: score}")
-# The namespace's own claims only (graph.claim_index); the text part needs the namespace's own fulltext
+# The namespace's own claims only (graph.claims.index); the text part needs the namespace's own fulltext
 # index, which `claim_index.ensure(…, minimum=0)` creates before the queries.
 _VECTOR_PART = (
     "MATCH (st:Store {namespace: $ns}) "
@@ -190,7 +190,7 @@ def normalise(answer: str) -> str:
 
 
 def _instant(text: str) -> datetime:
-    from schema.dates import parse_instant
+    from palimpsest.schema.dates import parse_instant
 
     value = parse_instant(text, "date")
     assert value is not None
@@ -367,7 +367,7 @@ def fetch_candidates(rt: Any, ns: str, vec: list[float], lucene: str, n: int, ne
     """The namespace's vector (and, with `text`, BM25) answer; each list fetched `n` wide, then ×4 while it
     holds fewer than `need` rows and the search had more. Returns both lists and how many round trips
     it took."""
-    from schema.limits import MAX_CANDIDATES
+    from palimpsest.schema.limits import MAX_CANDIDATES
 
     use_text = text and bool(lucene)
     nv = nt = n
@@ -435,8 +435,8 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
         import torch
 
         torch.set_num_threads(args.torch_threads)
-    from api.runtime import Runtime
-    from extraction.embeddings import Embedder
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.extraction.embeddings import Embedder
 
     started = time.perf_counter()
     load_start = list(os.getloadavg())
@@ -546,9 +546,9 @@ def _rate(outcomes: Sequence[Outcome], attr: str = "ok") -> float | None:
 
 def _measure(args: argparse.Namespace, data: Data, rt: Any, fresh_rt: Any, namespaces: dict[str, str],
              timings: dict[str, float]) -> dict[str, Any]:
-    from api.memory import Memory
-    from graph.check import check
-    from graph.recall import lucene_query
+    from palimpsest.api.memory import Memory
+    from palimpsest.graph.claims.check import check
+    from palimpsest.graph.recall import lucene_query
 
     k, db = args.k, rt.settings.database
     timelines, probes = data.timelines, data.probes
@@ -568,7 +568,7 @@ def _measure(args: argparse.Namespace, data: Data, rt: Any, fresh_rt: Any, names
     trips: dict[str, list[int]] = {name: [] for name in SYSTEMS if name != "palimpsest"}
 
     def plain_rag(arm: str, question: str) -> Answer:
-        from schema.limits import MAX_CANDIDATES
+        from palimpsest.schema.limits import MAX_CANDIDATES
 
         t = time.perf_counter()
         vec = fresh_rt.embedder.embed_query(question)

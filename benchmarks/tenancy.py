@@ -1,5 +1,5 @@
 """Where exact search stops paying: recall on a namespace searched exactly against the same namespace in
-its own indexes (graph.claim_index), at several sizes, in one run.
+its own indexes (graph.claims.index), at several sizes, in one run.
 
 For each size N a namespace of N claims is written (the scale corpus, vectors as `benchmarks.scale
 --fill synthetic` makes them: real embeddings of a pool plus seeded noise) and given its own indexes
@@ -35,10 +35,10 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS_DIR)
     args = ap.parse_args(argv)
 
-    from api.memory import Memory
-    from api.runtime import Runtime
-    from graph import claim_index
-    from graph.maintenance import drop_namespace
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.graph.claims import index as claim_index
+    from palimpsest.graph.lifecycle.maintenance import drop_namespace
 
     rt = Runtime.from_env()
     queries = build_queries(args.queries, args.seed)

@@ -71,7 +71,7 @@ class Embedder:
         self.batch_size = batch_size
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
         self._cache_size = cache_size
-        # Texts recall stages read again and again (graph.recall.sentences), as float32 rows: ~1.5 kB each.
+        # Texts recall stages read again and again (graph.sentences), as float32 rows: ~1.5 kB each.
         self._text_cache: OrderedDict[str, Any] = OrderedDict()
         self._text_cache_size = text_cache_size
         self._lock = threading.Lock()

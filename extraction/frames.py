@@ -38,7 +38,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from extraction.entities.normalize import word_list
+from palimpsest.extraction.entities.normalize import word_list
 
 # ----------------------------------------------------------------------------- vocabulary
 STOP = frozenset(word_list("""

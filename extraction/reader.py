@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from extraction.llm_client import LazyClient, RateLimiter, price
-from schema.errors import UnavailableError
+from palimpsest.extraction.llm_client import LazyClient, RateLimiter, price
+from palimpsest.schema.errors import UnavailableError
 
 if TYPE_CHECKING:
-    from schema.ask import FusedItem, ReaderCost
+    from palimpsest.schema.ask import FusedItem, ReaderCost
 
 log = logging.getLogger(__name__)
 

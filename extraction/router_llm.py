@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from extraction.llm_client import json_client, price
-from extraction.reader import ReaderOptions
-from schema.models import RouterCost
+from palimpsest.extraction.llm_client import json_client, price
+from palimpsest.extraction.reader import ReaderOptions
+from palimpsest.schema.models import RouterCost
 
 log = logging.getLogger(__name__)
 

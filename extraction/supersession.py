@@ -60,9 +60,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from extraction import frames
-from extraction.contradiction.heuristic import HeuristicDetector, Parsed, Value, parse, side_of_pivot
-from extraction.entities.normalize import canonical, is_value, tokens, word_list
+from palimpsest.extraction import frames
+from palimpsest.extraction.contradiction.heuristic import HeuristicDetector, Parsed, Value, parse, side_of_pivot
+from palimpsest.extraction.entities.normalize import canonical, is_value, tokens, word_list
 
 # The heuristic's signals that describe "the same thing now has another value or state". Every
 # one of them is already gated by the heuristic's own subject-overlap rules.

@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from extraction.llm_client import LazyClient, RateLimiter, price
-from extraction.supersession import ClaimView, Judgement
+from palimpsest.extraction.llm_client import LazyClient, RateLimiter, price
+from palimpsest.extraction.supersession import ClaimView, Judgement
 
 log = logging.getLogger(__name__)
 

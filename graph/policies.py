@@ -20,9 +20,9 @@ import threading
 from neo4j import Driver, ManagedTransaction
 from neo4j.exceptions import ConstraintError
 
-from graph.revisions import bump, default_policy_at, policy_changes, store_state
-from schema.errors import ConflictError, NotFoundError
-from schema.models import DEFAULT_POLICY, NamespaceSettings, Policy
+from palimpsest.graph.claims.revisions import bump, default_policy_at, policy_changes, store_state
+from palimpsest.schema.errors import ConflictError, NotFoundError
+from palimpsest.schema.models import DEFAULT_POLICY, NamespaceSettings, Policy
 
 
 def register_policy(driver: Driver, namespace: str, policy: Policy, database: str | None = None) -> Policy:

@@ -11,7 +11,7 @@ model. Three rules make the worker safe to crash, re-run and run twice:
   never spans a change of the namespace's default policy: it is processed under the default in
   effect at its revisions (`Batch.default_policy`), however late the worker gets there.
 * **Candidates as of the subject's revision.** A claim is compared with the claims that were
-  current *at its own revision* (bi-temporal visibility, `graph.visibility`), not with whatever
+  current *at its own revision* (bi-temporal visibility, `graph.claims.visibility`), not with whatever
   is current when the worker happens to run. The edges found are then a function of the store's
   history alone: the same whether the worker keeps up or lags an hour, and an as-of recall at
   that revision sees exactly the contradictions that existed then.
@@ -34,17 +34,17 @@ from typing import Any
 
 from neo4j import Driver, ManagedTransaction
 
-from graph.claim_index import vector_hits
-from graph.entities import EntityBatch, write_entity_batch
-from graph.facts import FactWrite, write_fact_batch
-from graph.inferred import InferredWrite, write_inferred
-from graph.recall.stored_sentences import ClaimSentences, write_sentence_vectors
-from graph.revisions import StoreState, optional_datetime, store_state
-from graph.similarity import cosine_from_index, index_score
-from graph.visibility import windows_overlap
-from schema.errors import ConflictError
-from schema.limits import MAX_CANDIDATES
-from schema.models import DEFAULT_POLICY
+from palimpsest.graph.claims.index import vector_hits
+from palimpsest.graph.claims.inferred import InferredWrite, write_inferred
+from palimpsest.graph.claims.revisions import StoreState, optional_datetime, store_state
+from palimpsest.graph.claims.sentence_vectors import ClaimSentences, write_sentence_vectors
+from palimpsest.graph.claims.visibility import windows_overlap
+from palimpsest.graph.knowledge.entities import EntityBatch, write_entity_batch
+from palimpsest.graph.knowledge.facts import FactWrite, write_fact_batch
+from palimpsest.graph.similarity import cosine_from_index, index_score
+from palimpsest.schema.errors import ConflictError
+from palimpsest.schema.limits import MAX_CANDIDATES
+from palimpsest.schema.models import DEFAULT_POLICY
 
 _CLAIM = ("{id: c.id, content: c.content, claim_key: c.claim_key, revision: c.revision, "
           "valid_from: c.valid_from, valid_to: c.valid_to, vis_from: c.vis_from, vis_to: c.vis_to, "
@@ -109,7 +109,7 @@ class CommitResult:
     entity_counters: dict[str, int] = field(default_factory=dict)
     fact_counters: dict[str, int] = field(default_factory=dict)
     inferred_created: int = 0
-    sentence_vectors: int = 0  # claims that took their sentence vectors (graph.recall.stored_sentences)
+    sentence_vectors: int = 0  # claims that took their sentence vectors (graph.claims.sentence_vectors)
 
 
 class StaleBatchError(ConflictError):
@@ -272,7 +272,7 @@ def _candidates(tx: ManagedTransaction, ns: str, subjects: list[Subject], min_co
 
 def _vector_neighbours(tx: ManagedTransaction, ns: str, s: Subject, min_cos: float, cap: int,
                        admissible: Callable[[dict[str, Any]], bool]) -> list[tuple[dict[str, Any], float]]:
-    """Neighbours above the threshold in the namespace (graph.claim_index), growing the fetch past
+    """Neighbours above the threshold in the namespace (graph.claims.index), growing the fetch past
     inadmissible ones (later writes, other statuses).
 
     The search returns nodes best first, so the fetch stops as
@@ -311,7 +311,7 @@ def commit_batch(driver: Driver, namespace: str, from_seq: int, to_seq: int, edg
     """Write the batch's edges (and entities, mentions, RELATED, then facts, which need the
     entities, and the claims' sentence vectors) and advance `projections_seq` to `to_seq`, atomically.
 
-    `inferred` supersessions (graph.inferred) are written last, at a revision of their own.
+    `inferred` supersessions (graph.claims.inferred) are written last, at a revision of their own.
     Raises StaleBatchError (and writes nothing) when `projections_seq` is no longer `from_seq`.
     """
     rows = [{"newer": e.newer_id, "older": e.older_id, "method": e.method, "score": float(e.score),
@@ -359,7 +359,7 @@ def _commit(tx: ManagedTransaction, ns: str, from_seq: int, to_seq: int, rows: l
 
 def _without_erased(tx: ManagedTransaction, ns: str, entities: EntityBatch | None,
                     facts: list[FactWrite]) -> tuple[EntityBatch | None, list[FactWrite]]:
-    """Drop what the batch derived from claims erased while it was being computed (graph.erase): their
+    """Drop what the batch derived from claims erased while it was being computed (graph.lifecycle.erase): their
     mentions and facts, and the entities only they named — committing those would bring back, as
     entity names, text the erasure removed. Checked under the Store lock, which erasures also take."""
     named = {str(m["claim"]) for m in (entities.mentions if entities else [])} | {f.claim_id for f in facts}

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from schema.models import ContextPacket
+from palimpsest.schema.models import ContextPacket
 
 RoundOrigin = Literal["question", "thought", "expansion"]
 

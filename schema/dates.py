@@ -27,7 +27,7 @@ import re
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
-from schema.errors import BadInputError
+from palimpsest.schema.errors import BadInputError
 
 ACCEPTED_FORMS = (
     "an ISO-8601 date-time with a timezone (2017-07-25T10:00:00Z, 2017-07-25T12:00:00+02:00), "

@@ -40,7 +40,7 @@ class NotFoundError(PalimpsestError, LookupError):
 
 
 class ErasedError(NotFoundError):
-    """What was asked for is gone for good: a claim was erased (graph.erase), or a logged packet
+    """What was asked for is gone for good: a claim was erased (graph.lifecycle.erase), or a logged packet
     held one. A NotFoundError subclass — the content is not there — with its own code, so a caller
     can tell "never existed" from "existed and was erased on purpose"."""
 
@@ -78,7 +78,7 @@ class ProjectionsTimeoutError(UnavailableError, TimeoutError):
 
 
 class DeadlineExceededError(UnavailableError, TimeoutError):
-    """The request's deadline (`PALIMPSEST_REQUEST_TIMEOUT_S`, graph.deadline) passed first.
+    """The request's deadline (`PALIMPSEST_REQUEST_TIMEOUT_S`, graph.db.deadline) passed first.
 
     A subclass of UnavailableError with its own code, so a caller can tell "this request was too
     slow" from "the database is down". Neo4j rolled back the transaction that ran out of time; a

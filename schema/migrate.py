@@ -24,7 +24,7 @@ from typing import Any
 
 from neo4j import Driver, RoutingControl
 
-from schema.errors import SchemaMismatchError
+from palimpsest.schema.errors import SchemaMismatchError
 
 _FILE_RE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.cypher$")
 
@@ -42,7 +42,7 @@ def load_migrations(embedding_dimension: int) -> list[Migration]:
     if not isinstance(embedding_dimension, int) or not 1 <= embedding_dimension <= 4096:
         raise ValueError(f"embedding_dimension must be an int in 1..4096, got {embedding_dimension!r}")
     found: list[Migration] = []
-    for entry in resources.files("schema.migrations").iterdir():
+    for entry in resources.files("palimpsest.schema.migrations").iterdir():
         match = _FILE_RE.match(entry.name)
         if not match:
             continue
@@ -97,7 +97,7 @@ def migrate(
 
     A database already at the newest version, built for this dimension, is answered by one read
     (`_stored_state`): every vector index in it was made at the dimension its meta records (by the
-    migrations, and by graph.claim_index from that meta), so the index check would find nothing.
+    migrations, and by graph.claims.index from that meta), so the index check would find nothing.
     """
     metas, applied = _stored_state(driver, database)
     for meta in metas:
@@ -138,7 +138,7 @@ def migrate(
         dim=embedding_dimension, model=embedding_model, version=version, database_=database,
     )
     # Only after creating indexes: `awaitIndexes` waits for every index of the database, and a tenant's
-    # own indexes (graph.claim_index) may be populating for minutes — no process start may wait on that.
+    # own indexes (graph.claims.index) may be populating for minutes — no process start may wait on that.
     if ran:
         driver.execute_query("CALL db.awaitIndexes($t)", t=int(index_timeout_s), database_=database)
     return version

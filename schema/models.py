@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from schema import limits
-from schema.dates import parse_instant
-from schema.errors import BadInputError, LimitExceededError
+from palimpsest.schema import limits
+from palimpsest.schema.dates import parse_instant
+from palimpsest.schema.errors import BadInputError, LimitExceededError
 
 ClaimStatus = Literal["current", "superseded", "retracted"]
 
@@ -122,7 +122,7 @@ class Policy(BaseModel):
     # for "checkout-scheduler") and not the thing itself; 1.0 turns the rule off.
     sibling_penalty: float = Field(default=0.5, gt=0, le=1)
     # Relevance factor for a claim whose source is not the one the query names by name ("What does
-    # Melanie's family do?" asks for what Melanie said; graph.recall.text.named_source). Only when the
+    # Melanie's family do?" asks for what Melanie said; graph.text.named_source). Only when the
     # query names exactly one of the candidates' sources; 1.0 turns the rule off.
     source_penalty: float = Field(default=1.0, gt=0, le=1)
     # Relevance floor: visible candidates whose fused relevance (0..1, before freshness decay) is below
@@ -147,7 +147,7 @@ class Policy(BaseModel):
     # fills the ranks below, so bridge passages join without displacing direct hits (tuned on
     # MuSiQue: 2). Packets under PPR are ordered by (protected tier, score, revision, id).
     ppr_protect_top: int = Field(default=2, ge=0, le=limits.MAX_K_CEILING)
-    # Multi-round recall (graph/rounds.py, api/ask.py). The offline second round expands the query
+    # Multi-round recall (graph/recall/rounds.py, api/ask.py). The offline second round expands the query
     # with what the round before found — the declared subjects of its top `expansion_items` items (if
     # `expansion_subjects`) and the most specific other entities they mention, at most
     # `expansion_terms` — recalls again, and fuses the rounds by reciprocal rank (`rrf_k`; later
@@ -174,7 +174,7 @@ class Policy(BaseModel):
     # CrossEncoder (`rerank_model`: a name or a local path) or one batched chat-model call (`rerank_model`:
     # a litellm model) — and its score replaces the fused one on those items; or `sentences`: the
     # embedder reads each claim sentence by sentence, and the order of their best sentences is fused with
-    # the fused order, the sentence rank weighted `sentence_weight` (graph/recall/sentences.py; no
+    # the fused order, the sentence rank weighted `sentence_weight` (graph/sentences.py; no
     # `rerank_model`: the namespace's embedding model). `dedup_jaccard` removes an
     # item whose token Jaccard with a higher-ranked kept item is at least the threshold; the next
     # candidates fill the freed places.
@@ -422,7 +422,7 @@ class ScoreDecay(BaseModel):
 class ScoreRerank(BaseModel):
     """A reranker's verdict on an item: `score` replaced the fused score `replaced` (which had ranked it
     `fused_rank`) as the item's score. Under `llm` the score is the model's order, (N − position) / N; under
-    `sentences` the fusion of the fused rank with the rank of the item's best sentence (graph.recall.sentences)."""
+    `sentences` the fusion of the fused rank with the rank of the item's best sentence (graph.sentences)."""
 
     method: Literal["cross-encoder", "llm", "sentences"]
     model: str

@@ -3,7 +3,7 @@
 A passage often names its subject only in its title: "He was born in 1879 …" under "Albert
 Einstein". Embedded alone, its vector knows nothing of Einstein, and a question naming him misses it.
 So when the caller declares a subject (metadata `subject`, else `title`: the same keys the offline
-second round reads, graph.rounds), the vector is computed from "subject: content" — the form the
+second round reads, graph.recall.rounds), the vector is computed from "subject: content" — the form the
 LoCoMo run measured for speakers ("speaker: text"). Measured on held-out MuSiQue
 (benchmarks/README.md), embedding the title with the text is what separates 36.2 from 41.5 R@2 for
 the same model. The stored `content` stays exactly what the caller wrote; the subject that went

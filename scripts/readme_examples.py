@@ -60,9 +60,9 @@ def render(value: Any, indent: int = 0) -> str:
 
 def answer(runtime: Any, query: str, namespace: str) -> dict[str, Any]:
     """The schema's answer to `query` (its "demo" replaced by `namespace`), as a client gets it."""
-    from api.auth import LOCAL
-    from api.graphql_schema import Loaders, schema
-    from api.observability import Metrics
+    from palimpsest.api.auth import LOCAL
+    from palimpsest.api.graphql_schema import Loaders, schema
+    from palimpsest.api.observability import Metrics
 
     ctx = {"runtime": runtime, "loaders": Loaders(runtime), "metrics": Metrics(), "timeout_s": 30.0,
            "principal": LOCAL, "auth_error": None}
@@ -84,8 +84,8 @@ def rewritten(text: str, runtime: Any, namespace: str) -> str:
 
 def with_demo(runtime: Any) -> str:
     """Load the demo into a namespace of its own; returns its name (the caller drops it)."""
-    from api import demo
-    from api.memory import Memory
+    from palimpsest.api import demo
+    from palimpsest.api.memory import Memory
 
     namespace = f"readme-{uuid.uuid4().hex[:10]}"
     memory = Memory(runtime, namespace)
@@ -98,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="compare only; exit 1 when README.md differs")
     args = parser.parse_args(argv)
-    from api.runtime import Runtime
-    from graph.maintenance import drop_namespace
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.graph.lifecycle.maintenance import drop_namespace
 
     with Runtime.from_env() as runtime:
         namespace = with_demo(runtime)

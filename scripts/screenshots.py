@@ -14,12 +14,12 @@ import json
 import os
 from pathlib import Path
 
-from api.app import create_app
-from api.auth import KeyStore
-from api.demo import DEMO_NAMESPACE, load_demo
-from api.runtime import Runtime
-from api.worker import ProjectionWorker
-from graph import server
+from palimpsest.api.app import create_app
+from palimpsest.api.auth import KeyStore
+from palimpsest.api.demo import DEMO_NAMESPACE, load_demo
+from palimpsest.api.runtime import Runtime
+from palimpsest.api.worker import ProjectionWorker
+from palimpsest.graph.db import local_server as server
 from tests.browser.cdp import Browser, Page
 from tests.reliability.conftest import serving
 

@@ -60,7 +60,7 @@ def _acquire() -> tuple[Neo4jHandle, Any]:
         http = f"http://{container.get_container_host_ip()}:{container.get_exposed_port(7474)}"
         return Neo4jHandle(container.get_connection_url(), ("neo4j", "palimpsest-test"),
                            "testcontainers", http), container
-    from graph import server
+    from palimpsest.graph.db import local_server as server
 
     cfg = server.ServerConfig.from_env()
     st = server.start(cfg)
@@ -78,7 +78,7 @@ def neo4j() -> Iterator[Neo4jHandle]:
         pytest.fail(f"no Neo4j could be had for the integration tests: {exc}", pytrace=False)
     from neo4j import GraphDatabase
 
-    from graph.connection import server_info
+    from palimpsest.graph.db.connection import server_info
 
     with GraphDatabase.driver(handle.uri, auth=handle.auth) as drv:
         info = server_info(drv)
@@ -91,7 +91,7 @@ def neo4j() -> Iterator[Neo4jHandle]:
 
 @pytest.fixture(scope="session")
 def embedder() -> Any:
-    from extraction.embeddings import shared_embedder
+    from palimpsest.extraction.embeddings import shared_embedder
 
     return shared_embedder()
 
@@ -100,7 +100,7 @@ def embedder() -> Any:
 def driver(neo4j: Neo4jHandle, embedder: Any) -> Iterator[Driver]:
     from neo4j import GraphDatabase
 
-    from schema.migrate import migrate
+    from palimpsest.schema.migrate import migrate
 
     drv = GraphDatabase.driver(neo4j.uri, auth=neo4j.auth, notifications_min_severity="OFF")
     migrate(drv, embedding_dimension=embedder.dimension, embedding_model=embedder.model_name)
@@ -117,7 +117,7 @@ def namespace(driver: Driver) -> Iterator[str]:
 
 
 def wipe_namespace(driver: Driver, ns: str) -> None:
-    from graph.maintenance import drop_namespace
+    from palimpsest.graph.lifecycle.maintenance import drop_namespace
 
     drop_namespace(driver, ns)
 
@@ -132,9 +132,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 @pytest.fixture(scope="session")
 def runtime(driver: Driver, embedder: Any, neo4j: Neo4jHandle) -> Any:
-    from api.runtime import Runtime
-    from graph.connection import Neo4jSettings
-    from schema.migrate import schema_meta
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.graph.db.connection import Neo4jSettings
+    from palimpsest.schema.migrate import schema_meta
 
     meta = schema_meta(driver) or {}
     return Runtime(Neo4jSettings(uri=neo4j.uri), driver, embedder, int(meta.get("version", 0)))
@@ -142,6 +142,6 @@ def runtime(driver: Driver, embedder: Any, neo4j: Neo4jHandle) -> Any:
 
 @pytest.fixture
 def memory(runtime: Any, namespace: str) -> Any:
-    from api.memory import Memory
+    from palimpsest.api.memory import Memory
 
     return Memory(runtime, namespace)

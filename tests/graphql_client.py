@@ -15,8 +15,8 @@ def keyed_graphql(runtime: Any, namespace: str, key: str,
     A body is an answer (200) or a request error (400); anything else fails the test."""
     from fastapi.testclient import TestClient
 
-    from api.app import create_app
-    from api.auth import KeyStore, hash_key
+    from palimpsest.api.app import create_app
+    from palimpsest.api.auth import KeyStore, hash_key
 
     keys = KeyStore.from_json(json.dumps([{"name": "a", "sha256": hash_key(key),
                                            "namespaces": {namespace: list(rights)}}]))

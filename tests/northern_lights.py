@@ -16,7 +16,7 @@ CORPUS = [
 
 def seed(memory: Any) -> dict[str, str]:
     """The corpus ingested with its subjects and the entity graph projected: subject -> claim id."""
-    from api.worker import ProjectionWorker, WorkerConfig
+    from palimpsest.api.worker import ProjectionWorker, WorkerConfig
 
     res = memory.ingest_many([{"content": c, "source": "wiki", "metadata": {"subject": s}} for c, s in CORPUS])
     ProjectionWorker(memory.rt, WorkerConfig(entity_embeddings=False), detectors=[]).run_once(memory.namespace)

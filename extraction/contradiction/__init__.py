@@ -4,18 +4,18 @@ Each detector lives in its own module and shares the `Verdict` type; `job.detect
 runs the ones a policy selects over a batch of pairs. Nothing here knows about Neo4j.
 """
 
-from extraction.contradiction.heuristic import HeuristicDetector
-from extraction.contradiction.job import (
+from palimpsest.extraction.contradiction.heuristic import HeuristicDetector
+from palimpsest.extraction.contradiction.job import (
     DetectorFactory,
     DetectorOptions,
     DetectorReport,
     JobResult,
     detect_contradictions,
 )
-from extraction.contradiction.llm import LlmJudge
-from extraction.contradiction.nli import NliDetector
-from extraction.contradiction.types import Detector, DetectorUnavailableError, Label, TextPair, Verdict
-from extraction.llm_client import RateLimiter
+from palimpsest.extraction.contradiction.llm import LlmJudge
+from palimpsest.extraction.contradiction.nli import NliDetector
+from palimpsest.extraction.contradiction.types import Detector, DetectorUnavailableError, Label, TextPair, Verdict
+from palimpsest.extraction.llm_client import RateLimiter
 
 __all__ = [
     "Detector", "DetectorFactory", "DetectorOptions", "DetectorReport", "DetectorUnavailableError",

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
-from extraction.contradiction.types import TextPair, Verdict, label_for
+from palimpsest.extraction.contradiction.types import TextPair, Verdict, label_for
 
 METHOD = "heuristic"
 

@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from extraction.contradiction.heuristic import HeuristicDetector
-from extraction.contradiction.llm import LlmJudge
-from extraction.contradiction.nli import NliDetector
-from extraction.contradiction.types import Detector, DetectorUnavailableError, TextPair, Verdict
-from extraction.llm_client import RateLimiter
-from schema.models import ContradictionSettings
+from palimpsest.extraction.contradiction.heuristic import HeuristicDetector
+from palimpsest.extraction.contradiction.llm import LlmJudge
+from palimpsest.extraction.contradiction.nli import NliDetector
+from palimpsest.extraction.contradiction.types import Detector, DetectorUnavailableError, TextPair, Verdict
+from palimpsest.extraction.llm_client import RateLimiter
+from palimpsest.schema.models import ContradictionSettings
 
 log = logging.getLogger(__name__)
 

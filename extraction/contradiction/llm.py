@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from extraction.contradiction.types import DetectorUnavailableError, TextPair, Verdict
-from extraction.llm_client import LazyClient, RateLimiter
+from palimpsest.extraction.contradiction.types import DetectorUnavailableError, TextPair, Verdict
+from palimpsest.extraction.llm_client import LazyClient, RateLimiter
 
 METHOD = "llm"
 log = logging.getLogger(__name__)

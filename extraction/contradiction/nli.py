@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from extraction.contradiction.types import DetectorUnavailableError, TextPair, Verdict, label_for
-from schema.load_once import LoadOnce
+from palimpsest.extraction.contradiction.types import DetectorUnavailableError, TextPair, Verdict, label_for
+from palimpsest.schema.load_once import LoadOnce
 
 METHOD = "nli"
 DEFAULT_NLI_MODEL = "cross-encoder/nli-MiniLM2-L6-H768"

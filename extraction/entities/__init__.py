@@ -1,8 +1,8 @@
 """Entity (and fact) extraction: normalisation, a multi-pattern matcher, the offline and LLM
 extractors behind one interface, and resolution."""
 
-from extraction.entities.extractor import ExtractorOptions, Mention, propose
-from extraction.entities.extractors import (
+from palimpsest.extraction.entities.extractor import ExtractorOptions, Mention, propose
+from palimpsest.extraction.entities.extractors import (
     ExtractedFact,
     Extraction,
     Extractor,
@@ -11,7 +11,7 @@ from extraction.entities.extractors import (
     normalize_predicate,
     resolve_facts,
 )
-from extraction.entities.job import (
+from palimpsest.extraction.entities.job import (
     ClaimText,
     EntityJobResult,
     EntityVectors,
@@ -26,9 +26,9 @@ from extraction.entities.job import (
     link_and_propose,
     resolve,
 )
-from extraction.entities.llm import LlmExtractor, LlmExtractorOptions
-from extraction.entities.matcher import EntityMatcher, Match
-from extraction.entities.normalize import canonical, code_signature, is_value, query_phrases
+from palimpsest.extraction.entities.llm import LlmExtractor, LlmExtractorOptions
+from palimpsest.extraction.entities.matcher import EntityMatcher, Match
+from palimpsest.extraction.entities.normalize import canonical, code_signature, is_value, query_phrases
 
 __all__ = [
     "ClaimText", "EntityJobResult", "EntityMatcher", "EntityVectors", "ExtractedFact", "Extraction", "Extractor",

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from extraction.entities.normalize import canonical, is_value, word_list
+from palimpsest.extraction.entities.normalize import canonical, is_value, word_list
 
 MentionKind = Literal["declared", "identifier", "name"]
 TRUST = {"declared": 0, "identifier": 1, "name": 2}

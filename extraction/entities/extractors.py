@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from extraction.entities.extractor import ExtractorOptions
-from extraction.entities.job import ClaimText, EntityJobResult, KnownEntity, LinkResult, link_and_propose
-from extraction.entities.matcher import EntityMatcher
-from extraction.entities.normalize import canonical, is_value, word_list
+from palimpsest.extraction.entities.extractor import ExtractorOptions
+from palimpsest.extraction.entities.job import ClaimText, EntityJobResult, KnownEntity, LinkResult, link_and_propose
+from palimpsest.extraction.entities.matcher import EntityMatcher
+from palimpsest.extraction.entities.normalize import canonical, is_value, word_list
 
 PRONOUNS = frozenset(word_list(
     "i me my mine we us our ours you your yours he him his she her hers it its they them their theirs "

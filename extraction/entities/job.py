@@ -30,7 +30,7 @@ where the worker cut its batches, of when it ran, or of what else the database h
 What it still depends on: the write order (which claim named an entity first), the embedding
 model's vectors for the names (the worker embeds them in padding-free fixed-shape blocks, so
 they do not depend on which other names share a call), and, for backfill, the store's fulltext
-index finding the older claims (`graph.entities.claims_naming`).
+index finding the older claims (`graph.knowledge.entities.claims_naming`).
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ from typing import Any
 
 import numpy as np
 
-from extraction.entities.extractor import TRUST, ExtractorOptions, Mention, propose
-from extraction.entities.matcher import EntityMatcher
-from extraction.entities.normalize import canonical, code_signature
+from palimpsest.extraction.entities.extractor import TRUST, ExtractorOptions, Mention, propose
+from palimpsest.extraction.entities.matcher import EntityMatcher
+from palimpsest.extraction.entities.normalize import canonical, code_signature
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from extraction.entities.extractor import ExtractorOptions, Mention, declared_subjects
-from extraction.entities.extractors import (
+from palimpsest.extraction.entities.extractor import ExtractorOptions, Mention, declared_subjects
+from palimpsest.extraction.entities.extractors import (
     MAX_OBJECT_CHARS,
     ExtractedFact,
     Extraction,
@@ -47,10 +47,10 @@ from extraction.entities.extractors import (
     literal_key,
     normalize_predicate,
 )
-from extraction.entities.job import ClaimText, LinkResult, Proposal, link_and_propose
-from extraction.entities.matcher import EntityMatcher
-from extraction.entities.normalize import canonical, is_value
-from extraction.llm_client import LazyClient, RateLimiter, price
+from palimpsest.extraction.entities.job import ClaimText, LinkResult, Proposal, link_and_propose
+from palimpsest.extraction.entities.matcher import EntityMatcher
+from palimpsest.extraction.entities.normalize import canonical, is_value
+from palimpsest.extraction.llm_client import LazyClient, RateLimiter, price
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import ahocorasick
 
-from extraction.entities.normalize import canonical, tokens
+from palimpsest.extraction.entities.normalize import canonical, tokens
 
 
 @dataclass(frozen=True)

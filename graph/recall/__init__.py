@@ -34,15 +34,17 @@ from typing import Any, NamedTuple
 
 from neo4j import Driver, ManagedTransaction
 
-from graph.facts import packet_beliefs
-from graph.inferred import inferred_successors
-from graph.recall.candidates import VERSIONS_PER_KEY, IndexAnswers, admitted_rows, claims_by_id, item_links
-from graph.recall.candidates import index_answers as _fetch  # a module global: tests count the round trips
-from graph.recall.dedup import dedup
-from graph.recall.expansion import ppr_candidates
-from graph.recall.fact_source import fact_candidates
-from graph.recall.packet import Staged, assemble
-from graph.recall.pool import (
+from palimpsest.graph.claims.inferred import inferred_successors
+from palimpsest.graph.claims.revisions import default_policy_at, policy_changes
+from palimpsest.graph.claims.sentence_vectors import known_first, stored_sentence_vectors
+from palimpsest.graph.knowledge.facts import packet_beliefs
+from palimpsest.graph.recall.candidates import VERSIONS_PER_KEY, IndexAnswers, admitted_rows, claims_by_id, item_links
+from palimpsest.graph.recall.candidates import index_answers as _fetch  # a module global: tests count the round trips
+from palimpsest.graph.recall.dedup import dedup
+from palimpsest.graph.recall.expansion import ppr_candidates
+from palimpsest.graph.recall.fact_source import fact_candidates
+from palimpsest.graph.recall.packet import Staged, assemble
+from palimpsest.graph.recall.pool import (
     Lenders,
     Pool,
     admit_answer,
@@ -52,13 +54,12 @@ from graph.recall.pool import (
     lending_keys,
     with_full_rows,
 )
-from graph.recall.ranking import Ranking, rank
-from graph.recall.request import PolicyChangedError, RecallRequest
-from graph.recall.rerank import rerank
-from graph.recall.router import route, routed
-from graph.recall.rows import ClaimRow
-from graph.recall.stored_sentences import known_first, stored_sentence_vectors
-from graph.recall.text import (
+from palimpsest.graph.recall.ranking import Ranking, rank
+from palimpsest.graph.recall.request import PolicyChangedError, RecallRequest
+from palimpsest.graph.recall.rerank import rerank
+from palimpsest.graph.recall.router import route, routed
+from palimpsest.graph.recall.rows import ClaimRow
+from palimpsest.graph.text import (
     STOPWORDS,
     TextQuery,
     identifiers,
@@ -69,10 +70,9 @@ from graph.recall.text import (
     terms,
     weighted_lexical,
 )
-from graph.revisions import default_policy_at, policy_changes
-from schema.errors import BadInputError
-from schema.limits import MAX_CANDIDATES
-from schema.models import ContextPacket
+from palimpsest.schema.errors import BadInputError
+from palimpsest.schema.limits import MAX_CANDIDATES
+from palimpsest.schema.models import ContextPacket
 
 __all__ = [
     "STOPWORDS", "TEXT_MIN_FETCH", "VERSIONS_PER_KEY", "ClaimRow", "PolicyChangedError", "Ranking", "RecallRequest",
@@ -120,7 +120,7 @@ class Ranked(NamedTuple):
     pool: Pool
     ranking: Ranking
     ppr: bool
-    # The stored sentence vectors of the reranker's head, by sentence (graph.recall.stored_sentences), read in
+    # The stored sentence vectors of the reranker's head, by sentence (graph.claims.sentence_vectors), read in
     # the ranking's snapshot; empty unless the policy reranks by sentences.
     sentence_vectors: Mapping[str, Any]
 
@@ -208,13 +208,13 @@ def _admitted_candidates(tx: ManagedTransaction, req: RecallRequest, need: int) 
     """Both index answers, cut to `need` visible candidates each; fetched again, wider, until the cut
     is whole or the index is exhausted. Also checks the policy the caller resolved (round trip 1)."""
     policy = req.policy
-    # Under stem_terms a stem is searched as a prefix, as the ranking counts it (graph.recall.text.TextQuery).
+    # Under stem_terms a stem is searched as a prefix, as the ranking counts it (graph.text.TextQuery).
     text = TextQuery.of(req.query, stems=policy.stem_terms)
     lucene = text.lucene if policy.text_weight > 0 else ""
     vfetch = vector_fetch(need) if policy.vector_weight > 0 else 0
     # BM25 scores move with every write to the namespace's index, so the text list is cut on an order
     # that depends on the candidate's text alone instead — share of query terms present, then content and id
-    # (graph.claim_order) —
+    # (graph.claims.order) —
     # over a fetch wide enough that the BM25 tail does not decide the cut.
     tfetch = max(need * 2, TEXT_MIN_FETCH) if lucene else 0
 
@@ -290,7 +290,7 @@ def _with_inferred_lenders(tx: ManagedTransaction, req: RecallRequest, pool: Poo
                            reference: datetime | None, versions: list[ClaimRow],
                            lenders: Lenders) -> tuple[Pool, Lenders]:
     """Keyless candidates hidden by inferred supersession lend to the end of their inferred chain
-    (graph.inferred.inferred_successors); a successor that was no candidate joins the pool if it is
+    (graph.claims.inferred.inferred_successors); a successor that was no candidate joins the pool if it is
     visible at R (its `matched_via` says which claim matched)."""
     known = {r.id: r for r in versions}
     olds = inferred_olds(pool, known)

@@ -1,6 +1,6 @@
 """Every statement recall itself runs: the index answers, the admitted rows, claims by id, and the
 packet's links. (The entity graph's reads for PPR, inferred chains and beliefs are shared with other
-readers and live with them: graph.gds, graph.inferred, graph.facts.)
+readers and live with them: graph.knowledge.gds, graph.claims.inferred, graph.knowledge.facts.)
 
 Every value reaches Neo4j as a parameter; the statements are assembled only from the constant
 row projections below.
@@ -15,13 +15,13 @@ from typing import Any
 
 from neo4j import ManagedTransaction
 
-from graph.claim_index import text_hits, vector_hits
-from graph.recall.request import RecallRequest
-from graph.recall.rows import ClaimRow, rows_from
-from graph.recall.text import TERMS_VERSION
-from graph.revisions import to_py_datetime
-from schema.errors import NotFoundError
-from schema.limits import MAX_CANDIDATES
+from palimpsest.graph.claims.index import text_hits, vector_hits
+from palimpsest.graph.claims.revisions import to_py_datetime
+from palimpsest.graph.recall.request import RecallRequest
+from palimpsest.graph.recall.rows import ClaimRow, rows_from
+from palimpsest.graph.text import TERMS_VERSION
+from palimpsest.schema.errors import NotFoundError
+from palimpsest.schema.limits import MAX_CANDIDATES
 
 # A fact is judged by its best wording among its latest versions, not all of them: a key rewritten
 # a thousand times must not pull a thousand rows into every recall that touches it.
@@ -45,18 +45,18 @@ _CUT_ROW = _row_map(*_VISIBILITY, "score: score")
 _FULL_ROW = _row_map(
     *_VISIBILITY, "source: node.source", "metadata_json: node.metadata_json",
     "recorded_at: toString(node.recorded_at)", "tau: node.tau",
-    # The vector answer already scored its rows with this very function (graph.claim_index): those are
+    # The vector answer already scored its rows with this very function (graph.claims.index): those are
     # passed in `$sims` and not computed again; reading a 384-float embedding is most of a full row.
     "sim: CASE WHEN $sims[node.id] IS NULL THEN vector.similarity.cosine(node.embedding, $vector) "
     "ELSE $sims[node.id] END",
-    # The stored analysis, when it is the current one (graph.recall.text.TERMS_VERSION): ranking reads it
+    # The stored analysis, when it is the current one (graph.text.TERMS_VERSION): ranking reads it
     # instead of analysing the content again.
     "terms: CASE WHEN node.terms_v = $terms_v THEN node.terms END",
     "names: CASE WHEN node.terms_v = $terms_v THEN node.names END",
 )
 
 # Round trip 1: the store's state, the reference time, the stored hash of the policy, and both index
-# answers, each cut to the revision. Each namespace searches only its own claims (graph.claim_index):
+# answers, each cut to the revision. Each namespace searches only its own claims (graph.claims.index):
 # exactly while it is small, in its own indexes after, so no other namespace's writes reach a packet.
 _STATE_CYPHER = (
     "MATCH (s:Store {namespace: $ns}) "
@@ -81,7 +81,7 @@ _VECTOR_PART = (
 # (what the fulltext analyzer would match), most terms first; with one, the index's answer.
 # That answer is cut on the share of query terms a claim holds (recall's own analysis, not BM25). Claims
 # carrying their stored analysis are counted here and only the `$tcut` best — most query terms, then content
-# hash and id (graph.claim_order) —
+# hash and id (graph.claims.order) —
 # are shipped; the rest (no current stored analysis) are shipped whole and analysed in Python.
 # `termed` says how many were counted, so recall knows whether the shipped order is whole.
 # When the index's answer filled the fetch, the run of claims tied at its lowest BM25 score is left out
@@ -173,7 +173,7 @@ class IndexAnswers:
     trows: list[ClaimRow]
     termed: int  # text rows with a current stored analysis, of which only `tcut` were shipped
     tcut: int
-    # Which life of the namespace this is (graph.mention_graph): new when it is erased from, imported
+    # Which life of the namespace this is (graph.knowledge.mention_graph): new when it is erased from, imported
     # into, or dropped and written again.
     incarnation: str = ""
 
@@ -214,7 +214,7 @@ def index_answers(tx: ManagedTransaction, req: RecallRequest, vfetch: int, tfetc
     """One index round trip; with `adapt` the fetch sizes are minimums, widened by the filter's pass rate.
     Of the text answer's rows with a stored analysis, the `tcut` holding most of `qterms` (whole) and
     `qprefixes` (beginning a stored term) are shipped. `tokens` are the word patterns a namespace without
-    its own index is searched by (default: the Lucene query's words). graph.recall.text.TextQuery makes all
+    its own index is searched by (default: the Lucene query's words). graph.text.TextQuery makes all
     three from one query."""
     record = tx.run(
         _CANDIDATE_QUERIES[(vfetch > 0, tfetch > 0)],

@@ -1,7 +1,7 @@
 """Dedup: near-duplicate items leave the packet, and the next candidates take their places.
 
 Two claims that say the same thing in nearly the same words spend two of the packet's k places on
-one piece of evidence. The test is token Jaccard over recall's own terms (`graph.recall.text.term_set`:
+one piece of evidence. The test is token Jaccard over recall's own terms (`graph.text.term_set`:
 content words with the plural fold, plus identifier terms), so "the same words" means what the
 lexical match means. The ranking's order decides which one stays: the list is walked from rank 1,
 and an item whose Jaccard with an item already kept is at least the threshold is removed, so the
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from graph.recall.text import term_set
-from schema.models import PacketItem
+from palimpsest.graph.text import term_set
+from palimpsest.schema.models import PacketItem
 
 
 class Deduped(NamedTuple):

@@ -9,16 +9,17 @@ from typing import NamedTuple
 
 from neo4j import ManagedTransaction
 
-from graph import mention_graph, ppr
-from graph.recall.candidates import claims_by_id
-from graph.recall.pool import Pool
-from graph.recall.request import RecallRequest
+from palimpsest.graph.knowledge import mention_graph, ppr
+from palimpsest.graph.recall.candidates import claims_by_id
+from palimpsest.graph.recall.pool import Pool
+from palimpsest.graph.recall.request import RecallRequest
 
 
 class _Walk(NamedTuple):
     """The three steps of graph expansion that read the entity graph, each taking seq first: by
-    statements (graph.ppr) or over the process's snapshot (graph.mention_graph), with the same answers.
-    `seeds` gives each entity's specificity and canonical name (graph.ppr.seed_facts); `ranked` is the
+    statements (graph.knowledge.ppr) or over the process's snapshot (graph.knowledge.mention_graph), with the
+    same answers.
+    `seeds` gives each entity's specificity and canonical name (graph.knowledge.ppr.seed_facts); `ranked` is the
     seeds' neighbourhood ranked by PPR and cut to the best `limit` claims (ties at the cut kept)."""
 
     linked: Callable[[int, Sequence[str], Sequence[str]], tuple[list[str], dict[str, list[str]]]]
@@ -50,11 +51,11 @@ def ppr_candidates(tx: ManagedTransaction, req: RecallRequest, pool: Pool, seq: 
 
     Seeds: entities the query names (its canonical n-grams equal an entity's canonical name) and
     entities mentioned by the top `ppr_seed_candidates` vector candidates, seeded uniformly (as
-    GDS's PageRank does, which graph.ppr follows), so specificity is applied by *choosing*:
+    GDS's PageRank does, which graph.knowledge.ppr follows), so specificity is applied by *choosing*:
     query-named entities first, then by document frequency ascending (an entity in few claims says
     more than one in every claim), then by canonical name (an entity id is derived from the namespace,
     and the same claims must seed alike in any namespace), then id; at most `ppr_seeds`. The claims PPR
-    reaches (the best `need`, with any tie at the cut: graph.ppr.top_claims) go through the same
+    reaches (the best `need`, with any tie at the cut: graph.knowledge.ppr.top_claims) go through the same
     visibility filter as every other candidate; only visible claims are returned.
 
     `held` (the namespace's incarnation and projections_seq, from round trip 1) lets the walk read the

@@ -3,7 +3,7 @@
 Policy `fact_retrieval` (off by default) picks what runs:
 
 * **"triples"** — the namespace's facts visible at the packet's projections_seq, each embedded as
-  "subject predicate object" (`graph.facts.fact_text`, written with the fact by the worker), scored
+  "subject predicate object" (`graph.knowledge.facts.fact_text`, written with the fact by the worker), scored
   by exact cosine with the query vector; the best `fact_top` are kept.
 * **"beam"** — a beam search over the entity graph the facts make, anchored where the query is: from
   the entities the query names (its canonical n-grams equal an entity's canonical name; the `fact_beam`
@@ -35,7 +35,7 @@ statement is scoped to the namespace and every score is an exact `vector.similar
 answer depends on the namespace's own facts alone. The cost is a scan of the namespace's visible facts
 per recall (through the `fact_namespace` range index): linear in its facts, which are fewer than its
 claims (only LLM extraction writes them, a few per claim). A namespace with hundreds of thousands of
-facts would want the claim scheme (graph.claim_index): an index on the namespace's own label, built when
+facts would want the claim scheme (graph.claims.index): an index on the namespace's own label, built when
 it crosses a limit. Facts written before facts were embedded have no vector and are never matched (nor
 reached: the beam scores facts by their vectors).
 
@@ -51,10 +51,10 @@ from datetime import datetime
 
 from neo4j import ManagedTransaction, Record
 
-from graph.recall.candidates import claims_by_id
-from graph.recall.pool import Pool
-from graph.recall.request import RecallRequest
-from graph.similarity import cosine_from_index
+from palimpsest.graph.recall.candidates import claims_by_id
+from palimpsest.graph.recall.pool import Pool
+from palimpsest.graph.recall.request import RecallRequest
+from palimpsest.graph.similarity import cosine_from_index
 
 # A fact is visible at seq if the worker had written it by then and not yet superseded it.
 _VISIBLE = ("f.embedding IS NOT NULL AND f.revision <= $seq "

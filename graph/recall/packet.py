@@ -9,12 +9,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
-from graph.recall.candidates import ContradictionRow
-from graph.recall.pool import Pool
-from graph.recall.ranking import Ranking, stable_round
-from graph.recall.request import RecallRequest
-from graph.visibility import current_at
-from schema.models import (
+from palimpsest.graph.claims.visibility import current_at
+from palimpsest.graph.recall.candidates import ContradictionRow
+from palimpsest.graph.recall.pool import Pool
+from palimpsest.graph.recall.ranking import Ranking, stable_round
+from palimpsest.graph.recall.request import RecallRequest
+from palimpsest.schema.models import (
     Belief,
     ClaimRef,
     Completeness,

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from graph.recall.rows import ClaimRow
-from graph.visibility import current_at
-from schema.limits import MAX_CANDIDATES
+from palimpsest.graph.claims.visibility import current_at
+from palimpsest.graph.recall.rows import ClaimRow
+from palimpsest.schema.limits import MAX_CANDIDATES
 
 # Per candidate id, the hidden versions whose match it may borrow (packet ranking picks the best).
 Lenders = dict[str, list[ClaimRow]]
@@ -91,7 +91,7 @@ def lending_keys(pool: Pool) -> list[str]:
 def with_full_rows(pool: Pool, full: Iterable[ClaimRow], inferred: frozenset[str]) -> Pool:
     """The admitted narrow rows replaced by full rows, with what inference hid."""
     by_id = {row.id: row for row in full}
-    # A claim can only vanish with its namespace (a concurrent drop) or by an erasure (graph.erase).
+    # A claim can only vanish with its namespace (a concurrent drop) or by an erasure (graph.lifecycle.erase).
     return replace(pool, rows={cid: by_id[cid] for cid in pool.rows if cid in by_id}, inferred=inferred)
 
 

@@ -4,7 +4,7 @@ Relevance fuses the vector list, the lexical list and (with graph expansion) the
 convex combination of scores (`fusion: linear`) or by reciprocal rank fusion (`fusion: rrf`).
 A candidate that lends from hidden versions is judged by its best version's wording. Freshness
 decays with age at the reference time, never the wall clock. Every order ends in the claim's content
-hash and id (graph.claim_order).
+hash and id (graph.claims.order).
 
 With `explain`, each item carries a `ScoreExplanation` built from the same `_Terms` its relevance was
 summed from (one list's numerator each, over one scale), so the explanation cannot drift from the
@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from graph.recall.rows import ClaimRow
-from graph.recall.text import (
+from palimpsest.graph.recall.rows import ClaimRow
+from palimpsest.graph.similarity import cosine_from_index
+from palimpsest.graph.text import (
     identifiers,
     named_source,
     names_sibling,
@@ -29,8 +30,7 @@ from graph.recall.text import (
     term_set,
     weighted_lexical,
 )
-from graph.similarity import cosine_from_index
-from schema.models import (
+from palimpsest.schema.models import (
     Freshness,
     PacketItem,
     Policy,
@@ -41,7 +41,7 @@ from schema.models import (
     ScoreTerm,
     iso,
 )
-from schema.subjects import declared_subject
+from palimpsest.schema.subjects import declared_subject
 
 
 class Ranking(NamedTuple):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from graph.mention_graph import MentionCache
-from graph.recall.rerank import RerankOptions
-from graph.recall.sentences import EmbedTexts
-from schema.models import Policy
+from palimpsest.graph.knowledge.mention_graph import MentionCache
+from palimpsest.graph.recall.rerank import RerankOptions
+from palimpsest.graph.sentences import EmbedTexts
+from palimpsest.schema.models import Policy
 
 
 @dataclass(frozen=True)
@@ -46,9 +46,9 @@ class RecallRequest:
     # reranker is unavailable and the packet says so.
     embed_texts: EmbedTexts | None = field(default=None, compare=False)
     # The name of the model behind `embed_texts`: stored sentence vectors are read only when they were
-    # embedded by it (graph.recall.stored_sentences); "" reads none.
+    # embedded by it (graph.claims.sentence_vectors); "" reads none.
     embed_model: str = field(default="", compare=False)
-    # The process's in-memory entity graphs (graph.mention_graph), which graph expansion reads instead of
+    # The process's in-memory entity graphs (graph.knowledge.mention_graph), which graph expansion reads instead of
     # its statements when set: the packet is the same either way.
     mentions: MentionCache | None = field(default=None, compare=False)
 

@@ -13,7 +13,7 @@ query's words from one that answers it. It is a policy choice (`rerank`, `rerank
   returning a typed ordering of their ids (graph.recall.rerank_llm); an item's score is its place in
   that order, (N − position) / N;
 * `sentences` — the namespace's own embedder reads each claim sentence by sentence, and the order of
-  the claims' best sentences is fused with the fused order (graph.recall.sentences): no other model.
+  the claims' best sentences is fused with the fused order (graph.sentences): no other model.
 
 The rescored head is ordered by its new score (ties by fused rank); the candidates below it keep
 their fused order and scores, after the head. The reranker runs outside the read transaction
@@ -35,11 +35,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from graph.recall.ranking import stable_round
-from graph.recall.sentences import EmbedTexts, best_sentence_cosines, fused_with_sentences
-from schema.load_once import LoadOnce
-from schema.models import PacketItem, Policy, ScoreExplanation, ScoreRerank
-from schema.subjects import text_for_vector
+from palimpsest.graph.recall.ranking import stable_round
+from palimpsest.graph.sentences import EmbedTexts, best_sentence_cosines, fused_with_sentences
+from palimpsest.schema.load_once import LoadOnce
+from palimpsest.schema.models import PacketItem, Policy, ScoreExplanation, ScoreRerank
+from palimpsest.schema.subjects import text_for_vector
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ def rerank(query: str, items: Sequence[PacketItem], policy: Policy, options: Rer
             model = policy.embedding_model
             scores = sentence_scores(head, policy, vector, embed)
         else:
-            from graph.recall.rerank_llm import llm_order
+            from palimpsest.graph.recall.rerank_llm import llm_order
 
             scores = order_scores(llm_order(model, query, head, options), len(head))
     except RerankUnavailableError as exc:

@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from graph.recall.rerank import RerankOptions, RerankUnavailableError, rerank_text
-from schema.limits import MAX_RERANK_TOP
-from schema.models import PacketItem
+from palimpsest.graph.recall.rerank import RerankOptions, RerankUnavailableError, rerank_text
+from palimpsest.schema.limits import MAX_RERANK_TOP
+from palimpsest.schema.models import PacketItem
 
 SYSTEM_PROMPT = (
     "You rank memory claims for a question. You are given the question and numbered claims. Reply with "

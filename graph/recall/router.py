@@ -30,7 +30,7 @@ What it reads (the rules, `features`): three properties of the question, in gene
 
 What it decides (`decide`): a question that is neither multi-hop nor a comparison is answered by
 one direct hit, so later rounds are skipped ("router:one-round") — unless the first round's top items
-name a bridge another claim is about (it declares it as its subject or opens with it: graph.rounds),
+name a bridge another claim is about (it declares it as its subject or opens with it: graph.recall.rounds),
 which the wording of a question cannot show. Graph expansion stays as the policy has it: the policy
 chose PPR for its corpus, from a direct question's own entities it costs a few milliseconds, and when
 the wording hid a hop it still finds it (every MuSiQue question forced down this route: R@5 66.7 with
@@ -59,8 +59,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from graph.recall.request import RecallRequest
-from schema.models import Policy
+from palimpsest.graph.recall.request import RecallRequest
+from palimpsest.schema.models import Policy
 
 MULTI_HOP, COMPARISON, TEMPORAL = "multi-hop", "comparison", "temporal"
 FEATURES: tuple[str, ...] = (MULTI_HOP, COMPARISON, TEMPORAL)  # the order they are recorded in
@@ -341,7 +341,8 @@ def held(policy: Policy, pin: Pinned) -> Route:
 
 def allows_rounds(stages: Sequence[str]) -> bool:
     """Whether a packet's router left later rounds to run (True when no router decided it). False: one
-    round, or two when round 1 found a bridge another claim is about (graph.rounds.expansion_terms, `about_only`)."""
+    round, or two when round 1 found a bridge another claim is about (graph.recall.rounds.expansion_terms,
+    `about_only`)."""
     return f"{PREFIX}{ONE_ROUND}" not in stages
 
 

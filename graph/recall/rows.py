@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from graph import claim_order
-from graph.recall import text
-from graph.revisions import optional_datetime
-from graph.visibility import HiddenReason, end_at, from_micros, hidden_reason
+from palimpsest.graph import text
+from palimpsest.graph.claims import order as claim_order
+from palimpsest.graph.claims.revisions import optional_datetime
+from palimpsest.graph.claims.visibility import HiddenReason, end_at, from_micros, hidden_reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class ClaimRow:
     sim: float | None = None  # exact cosine with the query vector, on the index's (1 + cos) / 2 scale
     # Narrow rows only: the score the index answered with.
     score: float | None = None
-    # The analysis stored with the claim (graph.recall.text.stored_terms), when its version is current;
+    # The analysis stored with the claim (graph.text.stored_terms), when its version is current;
     # None: the content is analysed instead. `hits`: how many query terms the stored terms hold, counted
     # by the text answer's statement (narrow text rows only).
     terms: frozenset[str] | None = None
@@ -63,7 +63,7 @@ class ClaimRow:
 
     def tie_key(self) -> tuple[str, str]:
         """What decides between this claim and one that scores alike: its content, then its id
-        (graph.claim_order)."""
+        (graph.claims.order)."""
         return claim_order.tie_key(self.content, self.id)
 
     def identifiers(self) -> frozenset[str]:

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from api.app import create_app
-from api.auth import KeyStore
+from palimpsest.api.app import create_app
+from palimpsest.api.auth import KeyStore
 from tests.browser.cdp import Browser, BrowserError, Page
 from tests.reliability.conftest import serving
 

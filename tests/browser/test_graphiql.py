@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from api import demo, graphiql
-from api.app import create_app
-from api.auth import KeyStore
-from api.memory import Memory
+from palimpsest.api import demo, graphiql
+from palimpsest.api.app import create_app
+from palimpsest.api.auth import KeyStore
+from palimpsest.api.memory import Memory
 from tests.browser.cdp import Page
 from tests.reliability.conftest import serving
 

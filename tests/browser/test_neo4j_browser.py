@@ -1,7 +1,7 @@
 """Neo4j Browser as the README sends a person there: connected at once, claims captioned by content.
 
 The Browser a server serves shows a login form on a first visit even with auth off (it cannot
-know before connecting); the URL the launcher prints (graph.server.browser_url) connects without
+know before connecting); the URL the launcher prints (graph.db.local_server.browser_url) connects without
 it. The style is fetched from the app with `:style <url>` here, which is what a server this package
 did not launch needs; the launcher's own server runs the same style on connect (checked on a
 throwaway server in tests/integration/test_local_launcher.py).
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from api import demo
-from graph import server
+from palimpsest.api import demo
+from palimpsest.graph.db import local_server as server
 from tests.browser.cdp import Page
 from tests.conftest import Neo4jHandle
 from tests.integration.test_readme_cypher import CHAIN  # the README's query, as a person would paste it

@@ -8,9 +8,9 @@ import pytest
 from fastapi.testclient import TestClient
 from neo4j import Driver
 
-from api.app import create_app
-from api.runtime import Runtime
-from graph.connection import Neo4jSettings
+from palimpsest.api.app import create_app
+from palimpsest.api.runtime import Runtime
+from palimpsest.graph.db.connection import Neo4jSettings
 
 pytestmark = pytest.mark.integration
 

@@ -16,10 +16,10 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from api.memory import Memory
-from api.runtime import Runtime
-from extraction.reader import ReaderOptions
-from schema.errors import BadInputError, LimitExceededError, UnavailableError
+from palimpsest.api.memory import Memory
+from palimpsest.api.runtime import Runtime
+from palimpsest.extraction.reader import ReaderOptions
+from palimpsest.schema.errors import BadInputError, LimitExceededError, UnavailableError
 from tests.northern_lights import seed as _seed
 
 pytestmark = pytest.mark.integration
@@ -168,9 +168,9 @@ def reader_runtime(runtime: Any, driver: Any) -> Runtime:
 
 def test_faces_graphql_cli_mcp(reader_runtime: Runtime, namespace: str, neo4j: Any,
                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from api.app import create_app
-    from api.cli import app as cli_app
-    from api.mcp_server import build_mcp
+    from palimpsest.api.app import create_app
+    from palimpsest.api.cli import app as cli_app
+    from palimpsest.api.mcp_server import build_mcp
 
     memory = Memory(reader_runtime, namespace)
     ids = _seed(memory)

@@ -187,7 +187,7 @@ def test_sentence_control_runs_the_stage_before_and_after_the_worker_stores_sent
 def test_locomo_benchmark_end_to_end(neo4j: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import litellm
 
-    from extraction.reader import ReaderOptions
+    from palimpsest.extraction.reader import ReaderOptions
 
     monkeypatch.setenv("NEO4J_URI", neo4j.uri)
     if neo4j.auth:

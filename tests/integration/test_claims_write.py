@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from neo4j import Driver
 
-from api.memory import Memory
-from schema.errors import ConflictError, NotFoundError
+from palimpsest.api.memory import Memory
+from palimpsest.schema.errors import ConflictError, NotFoundError
 
 pytestmark = pytest.mark.integration
 

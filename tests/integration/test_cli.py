@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app
+from palimpsest.api.cli import app
 
 pytestmark = pytest.mark.integration
 
@@ -81,7 +81,7 @@ def test_ingest_progress_moves_per_item(memory: Any) -> None:
 _PROBE = """
 import json, sys
 from typer.testing import CliRunner
-from api.cli import app
+from palimpsest.api.cli import app
 runs = []
 for argv in json.loads(sys.argv[1]):
     r = CliRunner().invoke(app, argv)
@@ -136,7 +136,7 @@ def test_a_command_that_embeds_exits_without_native_leak_warnings(tmp_path: Path
     env = {**os.environ, "NEO4J_URI": neo4j.uri, "HF_HUB_OFFLINE": "1"}
     if neo4j.auth:
         env["NEO4J_USER"], env["NEO4J_PASSWORD"] = neo4j.auth
-    out = subprocess.run([sys.executable, "-m", "api.cli", "ingest", str(claims), "-n", namespace], env=env,
+    out = subprocess.run([sys.executable, "-m", "palimpsest.api.cli", "ingest", str(claims), "-n", namespace], env=env,
                          capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 0, out.stderr
     assert "ingested 1 of 1" in out.stdout + out.stderr
@@ -160,8 +160,8 @@ def test_serve_says_where_it_listens_in_one_line_and_has_frozen_its_startup_heap
     env.pop("NEO4J_HTTP_URL", None)
     if neo4j.auth:
         env["NEO4J_USER"], env["NEO4J_PASSWORD"] = neo4j.auth
-    proc = subprocess.Popen([sys.executable, "-m", "api.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-                             "--no-worker"], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "palimpsest.api.cli", "serve", "--host", "127.0.0.1",
+                             "--port", str(port), "--no-worker"], env=env,
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     try:
         deadline = time.monotonic() + 240

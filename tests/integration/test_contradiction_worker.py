@@ -20,13 +20,13 @@ import pytest
 from neo4j import Driver
 from typer.testing import CliRunner
 
-from api.cli import app
-from api.memory import Memory
-from api.worker import BackgroundWorker, ProjectionWorker, WorkerConfig, run_once
-from extraction.contradiction import DetectorOptions, HeuristicDetector, TextPair, Verdict
-from graph import projections as proj
-from schema.errors import ProjectionsTimeoutError
-from schema.models import ContextPacket, ContradictionSettings, Policy
+from palimpsest.api.cli import app
+from palimpsest.api.memory import Memory
+from palimpsest.api.worker import BackgroundWorker, ProjectionWorker, WorkerConfig, run_once
+from palimpsest.extraction.contradiction import DetectorOptions, HeuristicDetector, TextPair, Verdict
+from palimpsest.graph import projections as proj
+from palimpsest.schema.errors import ProjectionsTimeoutError
+from palimpsest.schema.models import ContextPacket, ContradictionSettings, Policy
 
 pytestmark = pytest.mark.integration
 
@@ -467,6 +467,6 @@ def test_a_tenant_that_writes_mid_pass_is_served_in_that_pass(memory: Memory, ru
         assert [r.batches for r in reports if r.namespace in ours] == [1, 1]
         assert seq(runtime.driver, newcomer.namespace) == 1 and seq(runtime.driver, bulk_ns) < 6
     finally:
-        from graph.maintenance import drop_namespace
+        from palimpsest.graph.lifecycle.maintenance import drop_namespace
 
         drop_namespace(runtime.driver, newcomer.namespace)

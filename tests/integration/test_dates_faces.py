@@ -13,10 +13,10 @@ import anyio
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.auth import KeyStore
-from api.memory import Memory
-from schema.errors import BadInputError, NotFoundError
+from palimpsest.api.app import create_app
+from palimpsest.api.auth import KeyStore
+from palimpsest.api.memory import Memory
+from palimpsest.schema.errors import BadInputError, NotFoundError
 
 pytestmark = pytest.mark.integration
 
@@ -170,7 +170,7 @@ def test_cli_jsonl_and_valid_at_use_the_same_parser(tmp_path: Path, memory: Memo
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from api.cli import app
+    from palimpsest.api.cli import app
 
     monkeypatch.setenv("NEO4J_URI", neo4j.uri)
     data = tmp_path / "claims.jsonl"
@@ -198,7 +198,7 @@ def test_cli_jsonl_and_valid_at_use_the_same_parser(tmp_path: Path, memory: Memo
 def test_mcp_remember_and_recall_use_the_same_parser(memory: Memory) -> None:
     from mcp import Client
 
-    from api.mcp_server import build_mcp
+    from palimpsest.api.mcp_server import build_mcp
 
     async def scenario() -> dict[str, Any]:
         async with Client(build_mcp(memory)) as client:

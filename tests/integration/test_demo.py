@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from api import demo
-from api.memory import Memory
+from palimpsest.api import demo
+from palimpsest.api.memory import Memory
 
 pytestmark = pytest.mark.integration
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from api.worker import BackgroundWorker, WorkerConfig, run_once
+from palimpsest.api.worker import BackgroundWorker, WorkerConfig, run_once
 
 pytestmark = pytest.mark.integration
 
@@ -145,7 +145,7 @@ def namespaces(driver: Any) -> Iterator[list[str]]:
 
 
 def test_entity_graph_does_not_depend_on_batches_or_timing(runtime: Any, driver: Any, namespaces: list[str]) -> None:
-    from api.memory import Memory
+    from palimpsest.api.memory import Memory
 
     runs = [  # (ingest items per call, worker batch_claims)
         (1, 1),     # the reference: one claim per revision, one revision per worker batch

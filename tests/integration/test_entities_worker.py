@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from api.worker import WorkerConfig
+from palimpsest.api.worker import WorkerConfig
 
 pytestmark = pytest.mark.integration
 
@@ -77,7 +77,7 @@ def test_later_batches_link_known_names_and_backfill_older_claims(memory: Any, d
 
 
 def test_rerunning_a_batch_writes_nothing_twice(memory: Any, driver: Any, runtime: Any) -> None:
-    from graph.entities import EntityBatch, write_entity_batch
+    from palimpsest.graph.knowledge.entities import EntityBatch, write_entity_batch
 
     ns = memory.namespace
     memory.ingest_many([{"content": "Nadia Okafor moved search-api to db-3.", "source": "s"},

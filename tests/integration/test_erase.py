@@ -17,15 +17,16 @@ import pytest
 from fastapi.testclient import TestClient
 from neo4j import Driver
 
-from api.app import create_app
-from api.auth import KeyStore, hash_key
-from api.memory import Memory
-from graph import claim_index, inferred
-from graph.check import TOMBSTONE_FIELDS
-from graph.entities import EntityBatch, write_entity_batch
-from graph.facts import FactWrite, write_fact_batch
-from graph.projections import commit_batch
-from schema.errors import ErasedError, NotFoundError
+from palimpsest.api.app import create_app
+from palimpsest.api.auth import KeyStore, hash_key
+from palimpsest.api.memory import Memory
+from palimpsest.graph.claims import index as claim_index
+from palimpsest.graph.claims import inferred
+from palimpsest.graph.claims.check import TOMBSTONE_FIELDS
+from palimpsest.graph.knowledge.entities import EntityBatch, write_entity_batch
+from palimpsest.graph.knowledge.facts import FactWrite, write_fact_batch
+from palimpsest.graph.projections import commit_batch
+from palimpsest.schema.errors import ErasedError, NotFoundError
 
 pytestmark = pytest.mark.integration
 
@@ -304,7 +305,7 @@ def test_the_cli_erases_by_metadata_with_a_dry_run_first(memory: Memory, neo4j: 
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from api.cli import app
+    from palimpsest.api.cli import app
 
     monkeypatch.setenv("NEO4J_URI", neo4j.uri)
     doomed = memory.ingest("Ticket 55 mentions a home address", "helpdesk", metadata={"ticket": 55})

@@ -17,11 +17,11 @@ import pytest
 from neo4j import Driver
 from typer.testing import CliRunner
 
-from api.cli import app
-from api.memory import Memory
 from benchmarks.export_import import content_view, reverse_ids, translate
-from graph.maintenance import drop_namespace
-from schema.errors import BadInputError, ConflictError, ErasedError
+from palimpsest.api.cli import app
+from palimpsest.api.memory import Memory
+from palimpsest.graph.lifecycle.maintenance import drop_namespace
+from palimpsest.schema.errors import BadInputError, ConflictError, ErasedError
 
 pytestmark = pytest.mark.integration
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from api.worker import WorkerConfig
-from extraction.entities import LlmExtractorOptions, query_phrases
-from graph.facts import fact_text
-from graph.policies import get_policy
-from graph.recall.fact_source import search_facts
-from graph.recall.request import RecallRequest
-from schema.models import Policy
+from palimpsest.api.worker import WorkerConfig
+from palimpsest.extraction.entities import LlmExtractorOptions, query_phrases
+from palimpsest.graph.knowledge.facts import fact_text
+from palimpsest.graph.policies import get_policy
+from palimpsest.graph.recall.fact_source import search_facts
+from palimpsest.graph.recall.request import RecallRequest
+from palimpsest.schema.models import Policy
 from tests.integration.test_llm_extractor import scripted
 
 pytestmark = pytest.mark.integration
@@ -99,7 +99,7 @@ def test_facts_are_embedded_when_written(memory: Any, driver: Any, embedder: Any
 
 
 def test_the_same_writes_embed_the_same_facts_in_another_namespace(memory: Any, driver: Any, runtime: Any) -> None:
-    from api.memory import Memory
+    from palimpsest.api.memory import Memory
     from tests.conftest import wipe_namespace
 
     _project(memory)
@@ -181,7 +181,7 @@ def test_fan_out_is_bounded_by_the_policy(memory: Any, driver: Any, runtime: Any
 
 
 def test_another_namespace_never_reaches_or_moves_a_fact_search(memory: Any, driver: Any, runtime: Any) -> None:
-    from api.memory import Memory
+    from palimpsest.api.memory import Memory
     from tests.conftest import wipe_namespace
 
     _, ids = _project(memory)
@@ -213,7 +213,7 @@ def test_an_exported_and_imported_namespace_retrieves_the_same_facts(memory: Any
                                                                       runtime: Any) -> None:
     """Fact vectors travel with the export, stored the same way (a float32 vector property), so the copy's
     fact retrieval answers as the original's: the same facts, the same vectors, the same claims ranked."""
-    from api.memory import Memory
+    from palimpsest.api.memory import Memory
     from tests.conftest import wipe_namespace
 
     _project(memory)

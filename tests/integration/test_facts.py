@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from graph.entities import EntityBatch, write_entity_batch
-from graph.facts import FactWrite, noisy_or, packet_beliefs, write_fact_batch
+from palimpsest.graph.knowledge.entities import EntityBatch, write_entity_batch
+from palimpsest.graph.knowledge.facts import FactWrite, noisy_or, packet_beliefs, write_fact_batch
 
 pytestmark = pytest.mark.integration
 

@@ -62,9 +62,9 @@ def test_ppr_respects_visibility_and_projections_seq(memory: Any) -> None:
 
 
 def test_recall_creates_no_gds_catalog_entry(memory: Any, driver: Any, runtime: Any) -> None:
-    """PPR ranks the neighbourhood in process (graph.ppr): a recall leaves the GDS catalog as it found it."""
-    from extraction.entities import query_phrases
-    from graph.recall import RecallRequest, recall
+    """PPR ranks the neighbourhood in process (graph.knowledge.ppr): a recall leaves the GDS catalog as it found it."""
+    from palimpsest.extraction.entities import query_phrases
+    from palimpsest.graph.recall import RecallRequest, recall
 
     _setup(memory)
     req = RecallRequest(memory.namespace, QUERY, runtime.embedder.embed_query(QUERY), memory.policy("ppr-v1"), 3,

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api import graphiql
-from api.app import create_app
-from api.auth import KeyStore, hash_key
-from api.memory import Memory
+from palimpsest.api import graphiql
+from palimpsest.api.app import create_app
+from palimpsest.api.auth import KeyStore, hash_key
+from palimpsest.api.memory import Memory
 
 pytestmark = pytest.mark.integration
 
@@ -306,8 +306,8 @@ def test_database_down_is_unavailable_for_real(embedder: Any) -> None:
 
     from neo4j import GraphDatabase
 
-    from api.runtime import Runtime
-    from graph.connection import Neo4jSettings
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.graph.db.connection import Neo4jSettings
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -346,7 +346,7 @@ def test_in_process_worker_surfaces_contradictions_in_packets(runtime: Any, name
                 break
             time.sleep(0.2)
         worker = c.app.state.worker  # type: ignore[attr-defined]
-        from graph.projections import pending_namespaces
+        from palimpsest.graph.projections import pending_namespaces
 
         assert stats["data"]["stats"]["projectionsSeq"] == 2, (
             f"worker passes={worker.passes} errors={worker.errors} last_error={worker.last_error} "

@@ -19,10 +19,10 @@ import pytest
 from fastapi.testclient import TestClient
 from graphql import GraphQLError
 
-from api.app import create_app
-from api.auth import KeyStore, hash_key
-from api.graphql_schema import log_errors
-from api.observability import JsonFormatter
+from palimpsest.api.app import create_app
+from palimpsest.api.auth import KeyStore, hash_key
+from palimpsest.api.graphql_schema import log_errors
+from palimpsest.api.observability import JsonFormatter
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api.app import create_app
+from palimpsest.api.app import create_app
 
 pytestmark = pytest.mark.integration
 
@@ -23,7 +23,7 @@ floats = st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False)) 
 
 @pytest.fixture(scope="module")
 def client(runtime: Any) -> Iterator[TestClient]:
-    from api.auth import KeyStore
+    from palimpsest.api.auth import KeyStore
 
     with TestClient(create_app(runtime, keys=KeyStore([]))) as c:
         yield c

@@ -16,15 +16,15 @@ import pytest
 from fastapi.testclient import TestClient
 from neo4j import Driver
 
-from api.app import create_app
-from api.auth import KeyStore, hash_key
-from api.memory import Memory
-from api.worker import WorkerConfig
-from extraction.supersession_llm import LlmInferenceOptions
-from graph import inferred
-from graph.check import check
-from schema.errors import NotFoundError
-from schema.models import Policy
+from palimpsest.api.app import create_app
+from palimpsest.api.auth import KeyStore, hash_key
+from palimpsest.api.memory import Memory
+from palimpsest.api.worker import WorkerConfig
+from palimpsest.extraction.supersession_llm import LlmInferenceOptions
+from palimpsest.graph.claims import inferred
+from palimpsest.graph.claims.check import check
+from palimpsest.schema.errors import NotFoundError
+from palimpsest.schema.models import Policy
 
 pytestmark = pytest.mark.integration
 

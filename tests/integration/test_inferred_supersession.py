@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from neo4j import Driver
 
-from api.memory import Memory
-from api.worker import WorkerConfig
-from graph import inferred
-from graph.revisions import store_state
-from schema.models import Policy
+from palimpsest.api.memory import Memory
+from palimpsest.api.worker import WorkerConfig
+from palimpsest.graph.claims import inferred
+from palimpsest.graph.claims.revisions import store_state
+from palimpsest.schema.models import Policy
 
 pytestmark = pytest.mark.integration
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from api.memory import Memory
-from schema import limits
-from schema.errors import BadInputError, LimitExceededError
+from palimpsest.api.memory import Memory
+from palimpsest.schema import limits
+from palimpsest.schema.errors import BadInputError, LimitExceededError
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +46,7 @@ def test_bad_item_is_a_typed_error_naming_the_field(memory: Memory, raw: dict[st
 
 
 def memory_has_store(memory: Memory) -> bool:
-    from schema.errors import NotFoundError
+    from palimpsest.schema.errors import NotFoundError
 
     try:
         memory.stats()
@@ -78,7 +78,7 @@ def test_oversized_batch_is_refused_before_writing(memory: Memory) -> None:
 def test_failed_write_leaves_nothing(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     """A failure after the claims were created, mid-transaction, rolls back everything."""
     memory.ingest("Existing claim", source="s", claim_key="k1")
-    from graph import store
+    from palimpsest.graph.claims import store
 
     def explode(*_: object) -> None:
         raise RuntimeError("simulated crash between create and supersede")

@@ -15,17 +15,11 @@ from typing import Any
 
 import pytest
 
-from api.worker import WorkerConfig
-from extraction.entities import (
-    ClaimText,
-    KnownEntity,
-    LlmExtractor,
-    LlmExtractorOptions,
-    build_matcher,
-)
-from extraction.llm_client import RateLimiter
-from graph.facts import packet_beliefs
-from schema.models import DEFAULT_POLICY, Policy
+from palimpsest.api.worker import WorkerConfig
+from palimpsest.extraction.entities import ClaimText, KnownEntity, LlmExtractor, LlmExtractorOptions, build_matcher
+from palimpsest.extraction.llm_client import RateLimiter
+from palimpsest.graph.knowledge.facts import packet_beliefs
+from palimpsest.schema.models import DEFAULT_POLICY, Policy
 
 MARA = "Mara Quint joined Northwind Traders as head of data."
 MOVE = "She moved to Berlin in February 2026."
@@ -252,8 +246,8 @@ def test_packets_and_graphql_carry_the_facts(memory: Any, runtime: Any) -> None:
     """End to end: LLM facts become packet beliefs (capped at b) and Entity.facts in GraphQL."""
     from fastapi.testclient import TestClient
 
-    from api.app import create_app
-    from api.auth import KeyStore, hash_key
+    from palimpsest.api.app import create_app
+    from palimpsest.api.auth import KeyStore, hash_key
 
     cfg, _ = _llm_worker(memory, ANSWERS)
     written = memory.ingest_many([{"content": t, "source": "chat"} for t in (MARA, MOVE, HOSTS)])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from graph import server
+from palimpsest.graph.db import local_server as server
 
 pytestmark = pytest.mark.integration
 
@@ -89,7 +89,7 @@ def test_failed_start_shows_the_log_tail(tmp_path: Path) -> None:
 
 
 def test_cli_status_reports_json() -> None:
-    out = subprocess.run([sys.executable, "-m", "api.cli", "neo4j", "status"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "palimpsest.api.cli", "neo4j", "status"], capture_output=True,
                          text=True, check=False)
     assert '"neo4j": "5.26.24"' in out.stdout
 
@@ -98,10 +98,10 @@ def test_fingerprint_survives_a_neo4j_restart(embedder: object) -> None:
     """Same store state, same query, same policy → same fingerprint after the server restarts."""
     from neo4j import GraphDatabase
 
-    from api.memory import Memory
-    from api.runtime import Runtime
-    from graph.connection import Neo4jSettings
-    from schema.migrate import migrate
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.runtime import Runtime
+    from palimpsest.graph.db.connection import Neo4jSettings
+    from palimpsest.schema.migrate import migrate
 
     base = server.ServerConfig.from_env()
     cfg = server.ServerConfig(cache_dir=base.cache_dir, bolt_port=_free_port(), http_port=_free_port(),

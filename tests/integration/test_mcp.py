@@ -7,8 +7,8 @@ from typing import Any
 import anyio
 import pytest
 
-from api.mcp_server import build_mcp
-from api.memory import Memory
+from palimpsest.api.mcp_server import build_mcp
+from palimpsest.api.memory import Memory
 
 pytestmark = pytest.mark.integration
 
@@ -68,8 +68,8 @@ def test_http_transport_takes_the_graphql_api_keys(memory: Memory) -> None:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    from api.auth import KeyEntry, KeyStore, hash_key
-    from api.mcp_server import http_app
+    from palimpsest.api.auth import KeyEntry, KeyStore, hash_key
+    from palimpsest.api.mcp_server import http_app
 
     ns = memory.namespace
     keys = KeyStore([KeyEntry("agent", hash_key("key-rw"), {ns: frozenset({"read", "write"})}),

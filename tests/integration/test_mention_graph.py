@@ -1,6 +1,6 @@
-"""The in-memory entity graph (graph.mention_graph) against the statements it replaces, on a real Neo4j.
+"""The in-memory entity graph (graph.knowledge.mention_graph) against the statements it replaces, on a real Neo4j.
 
-The statements in graph.ppr are the reference: on random MENTIONS graphs with hubs, backfilled edges
+The statements in graph.knowledge.ppr are the reference: on random MENTIONS graphs with hubs, backfilled edges
 (an edge written at a later revision than its claim) and random seqs, seeds and degrees, the walk over
 a snapshot read whole and over one caught up by deltas must answer exactly as they do. Then end to end:
 PPR packets with and without the cache are identical through writes, the worker, an erasure and a
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from graph import mention_graph, ppr
-from graph.mention_graph import MentionCache
+from palimpsest.graph.knowledge import mention_graph, ppr
+from palimpsest.graph.knowledge.mention_graph import MentionCache
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +46,7 @@ def _write(driver: Any, ns: str, edges: list[tuple[str, int, str, int]]) -> None
 
 def _statements(tx: Any, namespace: str, seq: int, seeds: list[str], degree: int, entities: list[str],
                 phrases: list[str], claims: list[str]) -> tuple[Any, Any, Any]:
-    """The reference answers: graph.ppr's statements."""
+    """The reference answers: graph.knowledge.ppr's statements."""
     return (ppr.neighbourhood(tx, namespace, seq, seeds, degree),
             ppr.seed_facts(tx, namespace, seq, entities, degree),
             ppr.linked_entities(tx, namespace, seq, phrases, claims))
@@ -118,8 +118,8 @@ def _packets(memory: Any, other: Any) -> list[Any]:
 
 
 def test_ppr_packets_are_the_same_with_and_without_the_cache(runtime: Any, namespace: str) -> None:
-    from api.memory import Memory
-    from graph.maintenance import drop_namespace
+    from palimpsest.api.memory import Memory
+    from palimpsest.graph.lifecycle.maintenance import drop_namespace
 
     inline = dataclasses.replace(runtime, mentions=MentionCache())  # reads in the recall's transaction
     background = dataclasses.replace(runtime, mentions=MentionCache(driver=runtime.driver))  # as a server does

@@ -11,7 +11,7 @@ from typing import Any, cast
 import pytest
 from neo4j import Driver
 
-from schema.migrate import load_migrations, migrate, schema_meta
+from palimpsest.schema.migrate import load_migrations, migrate, schema_meta
 
 pytestmark = pytest.mark.integration
 

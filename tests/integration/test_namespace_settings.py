@@ -20,15 +20,15 @@ from fastapi.testclient import TestClient
 from neo4j import Driver, GraphDatabase
 from typer.testing import CliRunner
 
-from api.app import create_app
-from api.auth import KeyStore, hash_key
-from api.cli import app as cli_app
-from api.memory import Memory
-from api.worker import ProjectionWorker, WorkerConfig
-from graph import policies
-from graph.revisions import store_state
-from schema.errors import NotFoundError
-from schema.models import DEFAULT_POLICY, Policy
+from palimpsest.api.app import create_app
+from palimpsest.api.auth import KeyStore, hash_key
+from palimpsest.api.cli import app as cli_app
+from palimpsest.api.memory import Memory
+from palimpsest.api.worker import ProjectionWorker, WorkerConfig
+from palimpsest.graph import policies
+from palimpsest.graph.claims.revisions import store_state
+from palimpsest.schema.errors import NotFoundError
+from palimpsest.schema.models import DEFAULT_POLICY, Policy
 
 pytestmark = pytest.mark.integration
 

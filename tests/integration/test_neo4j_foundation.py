@@ -7,9 +7,9 @@ import urllib.request
 import pytest
 from neo4j import Driver
 
-from graph import claim_index
-from schema.errors import SchemaMismatchError
-from schema.migrate import load_migrations, migrate, schema_meta
+from palimpsest.graph.claims import index as claim_index
+from palimpsest.schema.errors import SchemaMismatchError
+from palimpsest.schema.migrate import load_migrations, migrate, schema_meta
 from tests.conftest import Neo4jHandle
 
 pytestmark = pytest.mark.integration

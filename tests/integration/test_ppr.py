@@ -1,6 +1,6 @@
-"""Recall's Personalized PageRank (graph.ppr) against GDS's PageRank as the reference, on a real Neo4j.
+"""Recall's Personalized PageRank (graph.knowledge.ppr) against GDS's PageRank as the reference, on a real Neo4j.
 
-graph.ppr ranks the seeds' neighbourhood in process, following GDS's computation step for step; GDS
+graph.knowledge.ppr ranks the seeds' neighbourhood in process, following GDS's computation step for step; GDS
 itself is the oracle here: the same edges projected into a GDS catalog graph, `gds.pageRank.stream`
 with the same source nodes, damping, iterations and tolerance must give the same scores.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from graph import ppr
+from palimpsest.graph.knowledge import ppr
 
 pytestmark = pytest.mark.integration
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from api import demo
-from api.worker import ProjectionWorker
+from palimpsest.api import demo
+from palimpsest.api.worker import ProjectionWorker
 
 pytestmark = pytest.mark.integration
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from api.memory import Memory
-from schema.errors import BadInputError, LimitExceededError, NotFoundError
-from schema.models import Policy
+from palimpsest.api.memory import Memory
+from palimpsest.schema.errors import BadInputError, LimitExceededError, NotFoundError
+from palimpsest.schema.models import Policy
 
 pytestmark = pytest.mark.integration
 
@@ -141,7 +141,7 @@ def test_policies_are_immutable_and_default_exists(memory: Memory) -> None:
     assert memory.policy().version == "default-v1"
     memory.register_policy({"version": "wide-v1", "k": 20, "max_k": 40})
     assert memory.register_policy({"version": "wide-v1", "k": 20, "max_k": 40}).k == 20  # idempotent
-    from schema.errors import ConflictError
+    from palimpsest.schema.errors import ConflictError
 
     with pytest.raises(ConflictError) as exc:
         memory.register_policy({"version": "wide-v1", "k": 21, "max_k": 40})
@@ -257,8 +257,8 @@ def test_store_and_commits_count_the_claims_they_hold(memory: Memory, driver: An
 
 def test_a_small_tenant_and_an_old_revision_need_one_index_round_trip(runtime: Any, namespace: str,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    import graph.recall as recall_module
-    from graph.maintenance import drop_namespace
+    import palimpsest.graph.recall as recall_module
+    from palimpsest.graph.lifecycle.maintenance import drop_namespace
 
     small, big = Memory(runtime, namespace), Memory(runtime, namespace + "-big")
     try:

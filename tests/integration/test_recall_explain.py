@@ -17,8 +17,8 @@ import anyio
 import pytest
 from typer.testing import CliRunner
 
-from api.memory import Memory
-from schema.models import ContextPacket, HiddenCounts
+from palimpsest.api.memory import Memory
+from palimpsest.schema.models import ContextPacket, HiddenCounts
 
 pytestmark = pytest.mark.integration
 
@@ -173,7 +173,7 @@ def test_graphql_recall_explain(runtime: Any, memory: Memory) -> None:
 
 
 def test_cli_recall_explain(tmp_path: Path, memory: Memory, neo4j: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from api.cli import app
+    from palimpsest.api.cli import app
 
     monkeypatch.setenv("NEO4J_URI", neo4j.uri)
     _load(memory)
@@ -192,7 +192,7 @@ def test_cli_recall_explain(tmp_path: Path, memory: Memory, neo4j: Any, monkeypa
 def test_mcp_recall_explain_and_erase(memory: Memory) -> None:
     from mcp import Client
 
-    from api.mcp_server import build_mcp
+    from palimpsest.api.mcp_server import build_mcp
 
     _load(memory)
     server = build_mcp(memory)
@@ -226,8 +226,8 @@ def test_mcp_erase_needs_the_erase_right(memory: Memory) -> None:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    from api.auth import KeyEntry, KeyStore, hash_key
-    from api.mcp_server import build_mcp, http_app
+    from palimpsest.api.auth import KeyEntry, KeyStore, hash_key
+    from palimpsest.api.mcp_server import build_mcp, http_app
 
     ns = memory.namespace
     claim = memory.ingest("Backups go to bucket b-9", "ops").id

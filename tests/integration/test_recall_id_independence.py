@@ -3,7 +3,7 @@
 A claim id is a random uuid. Recall's orders used to end in it, so wherever candidates tie — the text
 answer is cut on the share of query terms a claim holds, and hundreds of claims share the share at the
 cut — the ids a write happened to draw chose which candidates a recall weighed; the same claims written
-twice answered with different packets (graph.claim_order). Here one seeded corpus, full of such ties, is
+twice answered with different packets (graph.claims.order). Here one seeded corpus, full of such ties, is
 written into two namespaces, once below the size at which a namespace gets its own indexes and once
 above it, and every recall, as one round and as two and with graph expansion, must rank the same
 contents with the same scores.
@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from api.memory import Memory
-from api.worker import ProjectionWorker, WorkerConfig
-from graph import claim_index
-from schema.models import ClaimInput, Policy
+from palimpsest.api.memory import Memory
+from palimpsest.api.worker import ProjectionWorker, WorkerConfig
+from palimpsest.graph.claims import index as claim_index
+from palimpsest.schema.models import ClaimInput, Policy
 from tests.conftest import wipe_namespace
 
 _PEOPLE = ["Ada Brennan", "Tomas Okafor", "Lena Marsh", "Ravi Castell", "Ines Duarte", "Oskar Lind"]
@@ -75,7 +75,7 @@ def test_the_same_writes_recall_the_same_packets_under_other_ids(runtime: Any, s
                 assert _ranked(pa) == _ranked(pb), query
                 assert pa.completeness == pb.completeness
             # Graph expansion: seeds tie on specificity (every person is named alike often), and claims a
-            # seed reaches alike score alike (graph.ppr.top_claims).
+            # seed reaches alike score alike (graph.knowledge.ppr.top_claims).
             pa, pb = (m.recall(query, k=10, policy_version="ppr") for m in mems)
             assert "ppr" in pa.stages
             assert _ranked(pa) == _ranked(pb), query

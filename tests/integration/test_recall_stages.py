@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from api.memory import Memory
-from graph.recall.dedup import jaccard
-from graph.recall.rerank import RerankOptions, configure, cross_encoder_scores
-from graph.recall.text import term_set
-from schema.models import ContextPacket
+from palimpsest.api.memory import Memory
+from palimpsest.graph.recall.dedup import jaccard
+from palimpsest.graph.recall.rerank import RerankOptions, configure, cross_encoder_scores
+from palimpsest.graph.text import term_set
+from palimpsest.schema.models import ContextPacket
 from tests.graphql_client import keyed_graphql
 from tests.tiny_models import save_tiny_bert
 
@@ -105,7 +105,7 @@ def test_a_cross_encoder_rescores_the_fused_head(memory: Memory, tiny_ranker: Pa
         assert verdict.method == "cross-encoder" and verdict.model == str(tiny_ranker)
         assert verdict.score == it.score and verdict.replaced == fused_score[it.id]
         assert fused.items[verdict.fused_rank - 1].id == it.id
-    from api.cli import explain_lines
+    from palimpsest.api.cli import explain_lines
 
     lines = explain_lines(explained)
     assert len(lines) == 4 and all(" = cross-encoder " in line and "replacing fused #" in line for line in lines)

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from api.memory import Memory
-from api.runtime import Runtime
-from api.worker import ProjectionWorker, WorkerConfig
-from extraction.reader import ReaderOptions
-from graph.maintenance import drop_namespace
-from schema.errors import BadInputError, LimitExceededError
-from schema.models import PACKET_DERIVED, ContextPacket
+from palimpsest.api.memory import Memory
+from palimpsest.api.runtime import Runtime
+from palimpsest.api.worker import ProjectionWorker, WorkerConfig
+from palimpsest.extraction.reader import ReaderOptions
+from palimpsest.graph.lifecycle.maintenance import drop_namespace
+from palimpsest.schema.errors import BadInputError, LimitExceededError
+from palimpsest.schema.models import PACKET_DERIVED, ContextPacket
 from tests.graphql_client import keyed_graphql
 from tests.northern_lights import CORPUS
 from tests.northern_lights import seed as _seed

@@ -1,4 +1,4 @@
-"""The sentence reranker on real recalls (policy `rerank: sentences`, graph/recall/sentences.py).
+"""The sentence reranker on real recalls (policy `rerank: sentences`, graph/sentences.py).
 
 A turn that answers a question in one of its sentences, between a greeting and a goodbye, has a vector
 diluted by the rest: here it ranks below turns that merely sound like the speaker. Read sentence by
@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from api.memory import Memory
-from graph.recall.sentences import best_sentence_cosines, fused_with_sentences
-from schema.models import ClaimInput, ContextPacket
+from palimpsest.api.memory import Memory
+from palimpsest.graph.sentences import best_sentence_cosines, fused_with_sentences
+from palimpsest.schema.models import ClaimInput, ContextPacket
 from tests.graphql_client import keyed_graphql
 
 pytestmark = pytest.mark.integration
@@ -122,8 +122,8 @@ def _stored(runtime: Any, namespace: str) -> dict[str, tuple[str | None, bytes |
 
 def test_the_worker_stores_the_sentences_recall_would_embed_and_recall_reads_them(
         memory: Memory, runtime: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from api.worker import run_once
-    from graph.recall.sentences import sentences
+    from palimpsest.api.worker import run_once
+    from palimpsest.graph.sentences import sentences
 
     _load(memory)
     cold = memory.recall(QUERY, k=6, policy_version="sent")
@@ -154,7 +154,7 @@ def test_the_worker_stores_the_sentences_recall_would_embed_and_recall_reads_the
 
 
 def test_the_backfill_is_bounded_per_pass_and_resumes(memory: Memory, runtime: Any) -> None:
-    from api.worker import WorkerConfig, run_once
+    from palimpsest.api.worker import WorkerConfig, run_once
 
     _load(memory)
     run_once(runtime, memory.namespace)
@@ -170,8 +170,8 @@ def test_the_backfill_is_bounded_per_pass_and_resumes(memory: Memory, runtime: A
 
 def test_stored_sentence_vectors_under_another_key_are_not_read(memory: Memory, runtime: Any,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from api.worker import WorkerConfig, run_once
-    from graph.recall.sentences import sentences
+    from palimpsest.api.worker import WorkerConfig, run_once
+    from palimpsest.graph.sentences import sentences
 
     _load(memory)
     run_once(runtime, memory.namespace, WorkerConfig(sentence_vectors=True))
@@ -191,7 +191,7 @@ def test_stored_sentence_vectors_under_another_key_are_not_read(memory: Memory, 
 
 def test_sentence_vectors_travel_with_an_export_and_leave_with_an_erasure(memory: Memory, runtime: Any,
                                                                           namespace: str) -> None:
-    from api.worker import WorkerConfig, run_once
+    from palimpsest.api.worker import WorkerConfig, run_once
 
     _load(memory)
     run_once(runtime, memory.namespace, WorkerConfig(sentence_vectors=True))
@@ -203,7 +203,7 @@ def test_sentence_vectors_travel_with_an_export_and_leave_with_an_erasure(memory
         assert _stored(runtime, copy.namespace) == stored
         assert copy.check().ok
     finally:
-        from graph.maintenance import drop_namespace
+        from palimpsest.graph.lifecycle.maintenance import drop_namespace
 
         drop_namespace(runtime.driver, copy.namespace)
     swim = next(it.id for it in memory.recall(QUERY, k=6).items if it.content == SWIM)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.memory import Memory
-from schema.models import Policy
+from palimpsest.api.memory import Memory
+from palimpsest.schema.models import Policy
 from tests.graphql_client import keyed_graphql
 
 TURNS = [

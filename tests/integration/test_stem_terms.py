@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.memory import Memory
-from schema.models import Policy
+from palimpsest.api.memory import Memory
+from palimpsest.schema.models import Policy
 from tests.graphql_client import keyed_graphql
 
 TURNS = ["Melanie went shopping at the mall with her sister.", "Melanie went camping at the beach with her kids."]
@@ -54,7 +54,7 @@ def test_a_claim_sharing_only_a_stem_with_the_question_is_found_with_and_without
     "camping", no name) was never fetched, and the ranking could not count what it never saw. Under
     stem_terms the stem is searched as a prefix: by the exact search of a namespace without its own index,
     then by Lucene once it has one — the same packet either way; without stems the turn stays unfound."""
-    from graph import claim_index
+    from palimpsest.graph.claims import index as claim_index
 
     filler = [f"Melanie said the weather on day {i} was mild and pleasant." for i in range(12)]
     ids = [item.id or "" for item in memory.ingest_many(

@@ -1,4 +1,4 @@
-"""Recall with claims' stored term analysis gives the packets it gives without it (graph.claim_terms).
+"""Recall with claims' stored term analysis gives the packets it gives without it (graph.claims.terms).
 
 The text answer is cut inside the candidate statement on the stored terms, shipping only the best rows;
 without a current stored analysis every row is shipped and analysed in Python — the order both cut on
@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-import graph.recall as recall_module
-from api.memory import Memory
-from graph import claim_index
-from graph.claim_terms import backfill_pass
-from graph.recall.text import TERMS_VERSION, stored_terms
-from schema.limits import MAX_CANDIDATES
+import palimpsest.graph.recall as recall_module
+from palimpsest.api.memory import Memory
+from palimpsest.graph.claims import index as claim_index
+from palimpsest.graph.claims.terms import backfill_pass
+from palimpsest.graph.text import TERMS_VERSION, stored_terms
+from palimpsest.schema.limits import MAX_CANDIDATES
 
 QUERIES = ["what does the blue widget of line 7 cost", "price of widgets in line 3", "how much is a widget",
            "line 12 red widget price in euros", "how much to pay monthly for the amber widget of line 4"]

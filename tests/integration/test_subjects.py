@@ -12,7 +12,7 @@ from typing import Any
 
 from neo4j import Driver
 
-from api.memory import Memory
+from palimpsest.api.memory import Memory
 from tests.conftest import wipe_namespace
 
 TARGET = "He was born in 1879 and developed the theory of relativity while working at a patent office."

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from graph import inferred
+from palimpsest.graph.claims import inferred
 
 KEY = "india.president"
 Q = "who is the president of India"
@@ -140,7 +140,7 @@ def test_check_reports_a_broken_invariant(memory: Any, driver: Any) -> None:
 def test_check_command_reports_on_the_namespace(memory: Any) -> None:
     from typer.testing import CliRunner
 
-    from api.cli import app
+    from palimpsest.api.cli import app
 
     memory.ingest("Deploys are allowed on weekdays.", source="s", claim_key="deploy.window")
     result = CliRunner().invoke(app, ["check", "-n", memory.namespace, "--json"])

@@ -2,7 +2,7 @@
 the reference model of docs/TEMPORAL.md (benchmarks/temporal_reference.py) on a real Neo4j.
 
 After each step the visible set must equal the reference's at every revision so far and at world
-instants around every boundary, and `graph.check` must find no broken invariant. Bounded for CI;
+instants around every boundary, and `graph.claims.check` must find no broken invariant. Bounded for CI;
 `python -m benchmarks.temporal_model --steps N` runs the long version.
 """
 
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 from benchmarks.temporal_reference import GRID, KEYS, Reference, Spec, StoreUnderTest, compare
-from graph.maintenance import drop_namespace
+from palimpsest.graph.lifecycle.maintenance import drop_namespace
 
 
 @st.composite

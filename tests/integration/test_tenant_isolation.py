@@ -1,4 +1,4 @@
-"""A namespace's packets do not depend on other namespaces' data (graph.claim_index).
+"""A namespace's packets do not depend on other namespaces' data (graph.claims.index).
 
 A small namespace (exact search) and one past the exact-search limit (its own indexes) are recalled —
 now, as of an earlier revision, and at a world time — before and after another namespace writes 20,000
@@ -6,7 +6,7 @@ claims that are near-copies of theirs, in the same words (so that a shared vecto
 out of the fetch, and shared BM25 statistics would move). Every packet must come back identical: the
 fingerprint, the items in order, the completeness flags and the hidden counts.
 
-The crowd is written through the real write path (graph.store.write_claims) with vectors made from the
+The crowd is written through the real write path (graph.claims.store.write_claims) with vectors made from the
 small namespace's own embeddings plus noise, so that the test does not spend a minute embedding text.
 """
 
@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 from neo4j import Driver
 
-from api.memory import Memory
-from graph import claim_index, store
-from graph.maintenance import drop_namespace
-from schema.models import ClaimInput
+from palimpsest.api.memory import Memory
+from palimpsest.graph.claims import index as claim_index
+from palimpsest.graph.claims import store
+from palimpsest.graph.lifecycle.maintenance import drop_namespace
+from palimpsest.schema.models import ClaimInput
 
 CROWD = 20_000
 FACTS = [

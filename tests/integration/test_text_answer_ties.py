@@ -12,12 +12,12 @@ from typing import Any
 
 from neo4j import Driver
 
-from api.memory import Memory
-from graph import claim_index
-from graph.recall.candidates import index_answers
-from graph.recall.request import RecallRequest
-from schema.limits import MAX_CANDIDATES
-from schema.models import ClaimInput, Policy
+from palimpsest.api.memory import Memory
+from palimpsest.graph.claims import index as claim_index
+from palimpsest.graph.recall.candidates import index_answers
+from palimpsest.graph.recall.request import RecallRequest
+from palimpsest.schema.limits import MAX_CANDIDATES
+from palimpsest.schema.models import ClaimInput, Policy
 
 
 def _answer(driver: Driver, runtime: Any, ns: str, lucene: str, tfetch: int) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 
 import uvicorn
 
-from api.app import server_config
+from palimpsest.api.app import server_config
 
 
 @contextmanager

@@ -14,11 +14,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from api.memory import Memory
-from api.runtime import Runtime
 from benchmarks.bolt_proxy import CommitDroppingProxy
 from benchmarks.ledger import Ledger, audit, claim_item, ingest_until_done, retract_until_done
-from graph.connection import Neo4jSettings, build_driver
+from palimpsest.api.memory import Memory
+from palimpsest.api.runtime import Runtime
+from palimpsest.graph.db.connection import Neo4jSettings, build_driver
 
 pytestmark = pytest.mark.integration
 

@@ -20,18 +20,18 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.auth import LOCAL, KeyStore
-from api.graphql_limits import MAX_COST, check_limits
-from api.graphql_schema import Loaders, schema
-from api.memory import Memory
-from api.observability import Metrics
-from api.runtime import Runtime
 from benchmarks.hostile_graphql import CASES, Case, bind, fragment_chain
-from graph import deadline
-from graph.claim_queries import ClaimFilter
-from graph.connection import Neo4jSettings, build_driver, open_driver
-from schema.errors import BadInputError, ConflictError, DeadlineExceededError, UnavailableError
+from palimpsest.api.app import create_app
+from palimpsest.api.auth import LOCAL, KeyStore
+from palimpsest.api.graphql_limits import MAX_COST, check_limits
+from palimpsest.api.graphql_schema import Loaders, schema
+from palimpsest.api.memory import Memory
+from palimpsest.api.observability import Metrics
+from palimpsest.api.runtime import Runtime
+from palimpsest.graph.claims.queries import ClaimFilter
+from palimpsest.graph.db import deadline
+from palimpsest.graph.db.connection import Neo4jSettings, build_driver, open_driver
+from palimpsest.schema.errors import BadInputError, ConflictError, DeadlineExceededError, UnavailableError
 
 pytestmark = pytest.mark.integration
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import BODY_CHUNK_TIMEOUT_ENV, BODY_TIMEOUT_ENV, create_app
-from api.auth import KeyStore, hash_key
 from benchmarks.hostile_http import CASES, Case, send_raw
+from palimpsest.api.app import BODY_CHUNK_TIMEOUT_ENV, BODY_TIMEOUT_ENV, create_app
+from palimpsest.api.auth import KeyStore, hash_key
 from tests.conftest import wipe_namespace
 from tests.reliability.conftest import environment, serving
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from api.memory import Memory
 from benchmarks.reliability import derived_graph, labelled_pairs, project_fully
+from palimpsest.api.memory import Memory
 from tests.conftest import wipe_namespace
 
 pytestmark = pytest.mark.integration

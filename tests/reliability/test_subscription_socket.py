@@ -12,9 +12,9 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from api.app import create_app
-from api.auth import KeyStore, hash_key
-from api.worker import run_once
+from palimpsest.api.app import create_app
+from palimpsest.api.auth import KeyStore, hash_key
+from palimpsest.api.worker import run_once
 from tests.reliability.conftest import serving
 
 pytestmark = pytest.mark.integration

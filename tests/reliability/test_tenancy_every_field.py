@@ -30,9 +30,9 @@ from graphql import (
 from websockets.sync.client import connect
 from websockets.typing import Subprotocol
 
-from api.app import create_app
-from api.auth import KeyStore, hash_key
-from api.graphql_schema import schema
+from palimpsest.api.app import create_app
+from palimpsest.api.auth import KeyStore, hash_key
+from palimpsest.api.graphql_schema import schema
 from tests.conftest import wipe_namespace
 from tests.reliability.conftest import serving
 

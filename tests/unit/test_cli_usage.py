@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app, describe_error, listening_line
+from palimpsest.api.cli import app, describe_error, listening_line
 
 
 @pytest.mark.parametrize(("argv", "usage"), [
@@ -86,7 +86,7 @@ def test_listening_line_points_at_graphiql_and_the_browser(monkeypatch: pytest.M
 def test_status_lines_never_wrap_when_not_a_terminal() -> None:
     """`neo4j start` prints a Browser URL longer than 80 columns; split across lines it cannot be clicked
     or copied (rich wraps at 80 columns when stderr is not a terminal)."""
-    from api.cli import console
+    from palimpsest.api.cli import console
 
     url = "http://127.0.0.1:7474/browser/?dbms=bolt://127.0.0.1:7687&preselectAuthMethod=NO_AUTH"
     with console.capture() as captured:
@@ -98,7 +98,7 @@ def test_status_lines_never_wrap_when_not_a_terminal() -> None:
 _IMPORT_PROBE = """
 import json, sys
 from typer.testing import CliRunner
-from api.cli import app
+from palimpsest.api.cli import app
 watched = json.loads(sys.argv[2])
 seen = {"import api.cli": {"exit": 0, "output": "", "loaded": [m for m in watched if m in sys.modules]}}
 for argv in json.loads(sys.argv[1]):
@@ -110,8 +110,9 @@ print(json.dumps(seen))
 # Seconds each on a 2-core machine, and nothing a read or a refusal uses.
 _MODEL_AND_LLM = ("torch", "sentence_transformers", "transformers", "litellm", "instructor", "pandas", "pyarrow")
 # What recall, ask and the worker use: a read of one key's history, a check or a policy read does not.
-_RECALL_AND_DETECTORS = ("graph.recall", "extraction.entities", "extraction.contradiction", "extraction.router_llm")
-_CONNECTING = ("neo4j", "api.memory", "api.runtime")
+_RECALL_AND_DETECTORS = ("palimpsest.graph.recall", "palimpsest.extraction.entities",
+                         "palimpsest.extraction.contradiction", "palimpsest.extraction.router_llm")
+_CONNECTING = ("neo4j", "palimpsest.api.memory", "palimpsest.api.runtime")
 
 
 def test_help_refusals_and_reads_import_only_what_they_use() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from extraction.contradiction import (
+from palimpsest.extraction.contradiction import (
     DetectorFactory,
     DetectorOptions,
     DetectorUnavailableError,
@@ -24,9 +24,9 @@ from extraction.contradiction import (
     Verdict,
     detect_contradictions,
 )
-from extraction.contradiction.heuristic import parse
-from extraction.contradiction.nli import label_index, load_cross_encoder
-from schema.models import ContradictionSettings
+from palimpsest.extraction.contradiction.heuristic import parse
+from palimpsest.extraction.contradiction.nli import label_index, load_cross_encoder
+from palimpsest.schema.models import ContradictionSettings
 from tests.tiny_models import save_tiny_bert
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from schema.dates import parse_instant
-from schema.errors import BadInputError
-from schema.models import ClaimInput
+from palimpsest.schema.dates import parse_instant
+from palimpsest.schema.errors import BadInputError
+from palimpsest.schema.models import ClaimInput
 
 ACCEPTED: list[tuple[Any, datetime]] = [
     ("2017", datetime(2017, 1, 1, tzinfo=UTC)),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from extraction.embeddings import Embedder, EmbeddingModelError, shared_embedder
+from palimpsest.extraction.embeddings import Embedder, EmbeddingModelError, shared_embedder
 
 
 def test_default_model_is_offline_minilm() -> None:

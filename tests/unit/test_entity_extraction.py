@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from extraction.entities import (
+from palimpsest.extraction.entities import (
     ClaimText,
     EntityMatcher,
     EntityVectors,

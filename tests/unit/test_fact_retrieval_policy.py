@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from graph.facts import fact_text
-from schema import limits
-from schema.models import DEFAULT_POLICY, Policy
+from palimpsest.graph.knowledge.facts import fact_text
+from palimpsest.schema import limits
+from palimpsest.schema.models import DEFAULT_POLICY, Policy
 
 
 def test_off_by_default_and_the_default_policy_keeps_its_hash() -> None:
@@ -34,7 +34,7 @@ def test_a_fact_reads_as_a_sentence() -> None:
 def test_knobs_added_later_are_stored_only_when_set() -> None:
     """A build from before the knobs reads stored policies with `extra="forbid"`: a policy that does not
     use them must be stored without them, so rolling back never makes a namespace's policies unreadable."""
-    from schema.models import _OMITTED_AT_DEFAULT, Policy
+    from palimpsest.schema.models import _OMITTED_AT_DEFAULT, Policy
 
     plain = Policy(version="plain-v1", k=7).stored_body()
     assert not set(_OMITTED_AT_DEFAULT) & set(plain)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from extraction.frames import analyse, compare
-from extraction.supersession import Candidate, ClaimView, judge_frames, judge_offline, plan
+from palimpsest.extraction.frames import analyse, compare
+from palimpsest.extraction.supersession import Candidate, ClaimView, judge_frames, judge_offline, plan
 
 
 def values(text: str) -> list[tuple[str, tuple[object, ...]]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from api import heap
+from palimpsest.api import heap
 
 
 def _in_oldest_generation(objects: list[list[int]]) -> int:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from extraction import llm_client
-from extraction.llm_client import LazyClient
+from palimpsest.extraction import llm_client
+from palimpsest.extraction.llm_client import LazyClient
 
 
 def test_the_client_is_built_on_first_use_once_and_from_the_callers_completion(

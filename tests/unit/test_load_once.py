@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from schema.load_once import LoadOnce
+from palimpsest.schema.load_once import LoadOnce
 
 
 class Unavailable(Exception):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from api.runtime import DEFAULT_MENTION_CACHE_EDGES, mention_cache_edges
-from schema.errors import BadInputError
+from palimpsest.api.runtime import DEFAULT_MENTION_CACHE_EDGES, mention_cache_edges
+from palimpsest.schema.errors import BadInputError
 
 
 def test_unset_gives_the_default_and_zero_turns_it_off(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,11 +1,11 @@
 """The in-memory entity graph's numpy walk and PPR against a plain reference of the same semantics.
 
-graph.mention_graph answers on numbered nodes (claims and entities numbered by sorted id, adjacency
+graph.knowledge.mention_graph answers on numbered nodes (claims and entities numbered by sorted id, adjacency
 in numpy). The reference below is the walk written out over Python dicts, as the neighbourhood
 statement reads: an entity's first max_degree claims by (claim revision desc, content hash, claim id),
 edges of revision ≤ seq only, a hub (more than max_degree claims) not expanded. On random graphs with ids of
 mixed lengths, parallel edges at two revisions, backfilled edges and graphs built in two catch-ups,
-every answer must be the reference's, and PPR on numbers must be graph.ppr.rank's on ids. (The
+every answer must be the reference's, and PPR on numbers must be graph.knowledge.ppr.rank's on ids. (The
 integration test compares the same functions with the statements on a real Neo4j.)
 """
 
@@ -16,7 +16,7 @@ import random
 import numpy as np
 import pytest
 
-from graph import mention_graph, ppr
+from palimpsest.graph.knowledge import mention_graph, ppr
 
 Edge = tuple[str, int, str, str, int, str]
 

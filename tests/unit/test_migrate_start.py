@@ -12,8 +12,8 @@ from typing import Any, cast
 import pytest
 from neo4j import Driver, RoutingControl
 
-from schema.errors import SchemaMismatchError
-from schema.migrate import load_migrations, migrate
+from palimpsest.schema.errors import SchemaMismatchError
+from palimpsest.schema.migrate import load_migrations, migrate
 
 DIM = 384
 MIGRATIONS = load_migrations(DIM)

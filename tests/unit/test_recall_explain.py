@@ -13,18 +13,11 @@ from typing import Any
 
 import pytest
 
-from graph.recall.packet import hidden_counts, hidden_explanation
-from graph.recall.pool import Pool, admit_answer
-from graph.recall.ranking import _RRF, rank
-from graph.recall.rows import ClaimRow
-from schema.models import (
-    Completeness,
-    ContextPacket,
-    HiddenCounts,
-    PacketItem,
-    Policy,
-    ScoreExplanation,
-)
+from palimpsest.graph.recall.packet import hidden_counts, hidden_explanation
+from palimpsest.graph.recall.pool import Pool, admit_answer
+from palimpsest.graph.recall.ranking import _RRF, rank
+from palimpsest.graph.recall.rows import ClaimRow
+from palimpsest.schema.models import Completeness, ContextPacket, HiddenCounts, PacketItem, Policy, ScoreExplanation
 
 RECORDED = datetime(2026, 1, 1, tzinfo=UTC)
 REFERENCE = RECORDED + timedelta(days=3)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from graph.recall.ranking import rank
-from graph.recall.rows import ClaimRow
-from schema.models import Policy
+from palimpsest.graph.recall.ranking import rank
+from palimpsest.graph.recall.rows import ClaimRow
+from palimpsest.schema.models import Policy
 
 RECORDED = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from graph.recall.dedup import dedup, jaccard
-from graph.recall.rerank import (
+from palimpsest.graph.recall.dedup import dedup, jaccard
+from palimpsest.graph.recall.rerank import (
     RerankOptions,
     cross_encoder_scores,
     load_cross_encoder,
@@ -19,16 +19,9 @@ from graph.recall.rerank import (
     rerank,
     rerank_text,
 )
-from graph.recall.rerank_llm import llm_order
-from graph.recall.text import term_set
-from schema.models import (
-    Freshness,
-    PacketItem,
-    Policy,
-    ScoreDecay,
-    ScoreExplanation,
-    ScoreTerm,
-)
+from palimpsest.graph.recall.rerank_llm import llm_order
+from palimpsest.graph.text import term_set
+from palimpsest.schema.models import Freshness, PacketItem, Policy, ScoreDecay, ScoreExplanation, ScoreTerm
 from tests.tiny_models import save_tiny_bert
 
 WORDS = ["backups", "go", "to", "bucket", "b", "1", "2", "the", "ledger", "api", "rate", "limit", "is", "300",
@@ -174,7 +167,7 @@ def test_an_llm_reranker_that_fails_degrades_to_the_fused_ranking() -> None:
 def test_a_policy_naming_a_rerank_without_a_model_is_refused_naming_the_field() -> None:
     from pydantic import ValidationError
 
-    from api.memory import bad_input_from
+    from palimpsest.api.memory import bad_input_from
 
     with pytest.raises(ValidationError) as caught:
         Policy.model_validate({"version": "p", "rerank": "cross-encoder"})

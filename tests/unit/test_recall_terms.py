@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graph.recall import identifiers, names_sibling, terms
+from palimpsest.graph.recall import identifiers, names_sibling, terms
 
 
 def test_a_name_keeps_its_head_word_so_two_contracts_of_one_pair_differ() -> None:
@@ -40,7 +40,7 @@ def test_inflections_of_one_name_are_not_siblings_and_two_asked_names_are_not_ei
 
 
 def _stems(text: str) -> frozenset[str]:
-    from graph.recall.text import stemmed
+    from palimpsest.graph.text import stemmed
 
     return stemmed(frozenset(terms(text)))
 
@@ -59,7 +59,7 @@ def test_stems_join_inflections_of_a_word_and_nothing_else() -> None:
 def test_stemming_is_the_same_from_every_thread() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from graph.recall.text import stem
+    from palimpsest.graph.text import stem
 
     words = [f"{w}{suffix}" for w in ("camp", "paint", "research", "walk", "talk") for suffix in ("", "ed", "ing", "s")]
     expected = [stem(w) for w in words]
@@ -70,7 +70,7 @@ def test_stemming_is_the_same_from_every_thread() -> None:
 
 
 def test_a_text_query_searches_stems_as_prefixes_only_under_stems() -> None:
-    from graph.recall.text import TextQuery, lucene_query
+    from palimpsest.graph.text import TextQuery, lucene_query
 
     words = TextQuery.of("Where has Melanie camped with Ravi Alvarez?")
     assert words.lucene == lucene_query("Where has Melanie camped with Ravi Alvarez?") == "alvarez camped melanie ravi"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from extraction.reader import ReaderVerdict, check_citations
-from graph.rounds import Bridge, expanded_query, expansion_terms, fuse
-from schema.models import DEFAULT_POLICY, ContextPacket
+from palimpsest.extraction.reader import ReaderVerdict, check_citations
+from palimpsest.graph.recall.rounds import Bridge, expanded_query, expansion_terms, fuse
+from palimpsest.schema.models import DEFAULT_POLICY, ContextPacket
 
 FRESH = {"age_seconds": 0.0, "tau_seconds": 1.0, "decay": 1.0, "status": "current", "superseded": False,
          "retracted": False}

@@ -10,10 +10,10 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from api.memory import bad_input_from
-from graph.recall import router
-from graph.recall.router import COMPARISON, MULTI_HOP, TEMPORAL
-from schema.models import _OMITTED_AT_DEFAULT, Policy
+from palimpsest.api.memory import bad_input_from
+from palimpsest.graph.recall import router
+from palimpsest.graph.recall.router import COMPARISON, MULTI_HOP, TEMPORAL
+from palimpsest.schema.models import _OMITTED_AT_DEFAULT, Policy
 
 FULL = Policy(version="full", graph_expansion="ppr", dedup_jaccard=0.7, router="rules")
 

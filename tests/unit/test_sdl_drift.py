@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from api.graphql_schema import schema
+from palimpsest.api.graphql_schema import schema
 
 SDL = Path(__file__).resolve().parents[2] / "schema" / "palimpsest.graphql"
 

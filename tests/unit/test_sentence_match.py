@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from graph.recall.sentences import MAX_SENTENCES, best_sentence_cosines, fused_with_sentences, sentences
+from palimpsest.graph.sentences import MAX_SENTENCES, best_sentence_cosines, fused_with_sentences, sentences
 
 
 def test_a_labelled_turn_is_its_speakers_in_every_sentence() -> None:
@@ -57,8 +57,8 @@ def test_fusion_is_one_for_first_on_both_and_keeps_fused_order_on_ties() -> None
 
 
 def test_without_an_embedder_the_stage_is_unavailable_and_the_fused_ranking_stands() -> None:
-    from graph.recall.rerank import rerank
-    from schema.models import Freshness, PacketItem, Policy
+    from palimpsest.graph.recall.rerank import rerank
+    from palimpsest.schema.models import Freshness, PacketItem, Policy
 
     fresh = Freshness(age_seconds=0, tau_seconds=1, decay=1, status="current", superseded=False, retracted=False)
     items = [PacketItem(id=f"c{i}", content=f"Melanie: turn {i}.", source="Melanie", claim_key=None, metadata={},
@@ -74,7 +74,7 @@ def test_without_an_embedder_the_stage_is_unavailable_and_the_fused_ranking_stan
 def test_stored_sentences_are_keyed_by_model_and_sentences_and_embedded_once() -> None:
     import numpy as np
 
-    from graph.recall.stored_sentences import embedded_sentences, known_first, sentence_key
+    from palimpsest.graph.claims.sentence_vectors import embedded_sentences, known_first, sentence_key
 
     calls: list[list[str]] = []
 

@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from graph.recall.ranking import rank
-from graph.recall.rows import ClaimRow
-from graph.recall.text import named_source
-from schema.models import Policy
+from palimpsest.graph.recall.ranking import rank
+from palimpsest.graph.recall.rows import ClaimRow
+from palimpsest.graph.text import named_source
+from palimpsest.schema.models import Policy
 
 RECORDED = datetime(2026, 1, 1, tzinfo=UTC)
 

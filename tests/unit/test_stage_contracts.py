@@ -1,6 +1,6 @@
 """The contracts of recall's optional stages, as properties over generated inputs rather than examples:
-dedup (graph.recall.dedup), the fusion of rounds (graph.rounds.fuse), the router's decision
-(graph.recall.router) and the sentence split (graph.recall.sentences). Each property is what the
+dedup (graph.recall.dedup), the fusion of rounds (graph.recall.rounds.fuse), the router's decision
+(graph.recall.router) and the sentence split (graph.sentences). Each property is what the
 module's docstring promises; hypothesis looks for the input that breaks it."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graph.recall import router
-from graph.recall.dedup import dedup, jaccard
-from graph.recall.sentences import MAX_SENTENCES, sentences
-from graph.recall.text import term_set
-from graph.rounds import fuse
-from schema.models import DEFAULT_POLICY, ContextPacket, PacketItem, Policy
+from palimpsest.graph.recall import router
+from palimpsest.graph.recall.dedup import dedup, jaccard
+from palimpsest.graph.recall.rounds import fuse
+from palimpsest.graph.sentences import MAX_SENTENCES, sentences
+from palimpsest.graph.text import term_set
+from palimpsest.schema.models import DEFAULT_POLICY, ContextPacket, PacketItem, Policy
 
 FRESH = {"age_seconds": 0.0, "tau_seconds": 1.0, "decay": 1.0, "status": "current", "superseded": False,
          "retracted": False}

@@ -12,8 +12,8 @@ import hashlib
 import json
 import random
 
-from graph.recall.rows import ClaimRow
-from graph.recall.text import TERMS_VERSION, identifiers, stored_terms, term_set
+from palimpsest.graph.recall.rows import ClaimRow
+from palimpsest.graph.text import TERMS_VERSION, identifiers, stored_terms, term_set
 
 CORPUS = [
     "The staging cluster now runs 12 nodes.",
@@ -37,7 +37,7 @@ def _digest() -> str:
 def test_the_analysis_digest_is_the_one_recorded_for_its_version() -> None:
     assert TERMS_VERSION in DIGESTS, "record the digest of the new analysis for the new TERMS_VERSION"
     assert _digest() == DIGESTS[TERMS_VERSION], (
-        "the analysis of recall's terms changed: bump graph.recall.text.TERMS_VERSION and record the new digest")
+        "the analysis of recall's terms changed: bump graph.text.TERMS_VERSION and record the new digest")
 
 
 def test_stored_terms_are_the_analysis_of_the_text() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from extraction.supersession import Candidate, ClaimView, judge, plan
+from palimpsest.extraction.supersession import Candidate, ClaimView, judge, plan
 
 KW = {"min_similarity": 0.7, "min_confidence": 0.75}
 

@@ -1,4 +1,4 @@
-"""The table of docs/TEMPORAL.md, row by row, on the pure rules of graph.temporal."""
+"""The table of docs/TEMPORAL.md, row by row, on the pure rules of graph.claims.temporal."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from graph import temporal
-from graph.visibility import OPEN, from_micros, hidden_reason, micros
+from palimpsest.graph.claims import temporal
+from palimpsest.graph.claims.visibility import OPEN, from_micros, hidden_reason, micros
 
 
 def y(year: int) -> datetime:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from api import graphiql
-from graph import server
+from palimpsest.api import graphiql
+from palimpsest.graph.db import local_server as server
 
 
 def _tarball(path: Path, files: dict[str, bytes]) -> bytes:

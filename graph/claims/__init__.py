@@ -1,0 +1,1 @@
+"""Claims and their temporal rules: writes, visibility, revisions, history, inference, check."""

@@ -1,0 +1,1 @@
+"""The knowledge graph: entities, facts, mentions, Personalized PageRank and GDS."""

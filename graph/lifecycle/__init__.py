@@ -1,0 +1,1 @@
+"""Moving and erasing data: export, import, erasure, and removing a namespace."""

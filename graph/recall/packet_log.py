@@ -1,0 +1,89 @@
+"""The optional packet log: what an agent was told, kept so it can be replayed and audited.
+
+An erased claim (graph.lifecycle.erase) must not live on in a logged packet: every logged packet that named
+it — as an item, a contradiction's other side, a belief's support, a supersession — keeps only its
+fingerprint and the facts of the recall (revision, policy, k, valid_at), and replaying it answers
+ERASED with the ids, never the content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from neo4j import Driver, ManagedTransaction
+
+from palimpsest.graph.claims.revisions import Revision
+from palimpsest.schema.errors import ErasedError, NotFoundError
+from palimpsest.schema.models import PACKET_DERIVED, ContextPacket
+
+
+def packet_claim_ids(packet: ContextPacket) -> list[str]:
+    """Every claim id a packet names, sorted: its items, what they replaced or matched via, the other
+    side of each contradiction and the supports of each belief."""
+    ids: set[str] = set()
+    for it in packet.items:
+        ids.update(x for x in (it.id, it.supersedes, it.matched_via) if x)
+    ids.update(c.other.id for c in packet.contradictions)
+    ids.update(cid for b in packet.beliefs for cid in b.supported_by)
+    return sorted(ids)
+
+
+def log_packet(driver: Driver, packet: ContextPacket, database: str | None = None) -> None:
+    """Same fingerprint, same packet: MERGE keeps the first copy and ignores repeats. A packet that
+    names a claim erased since it was computed is not logged (it would bring the content back), and
+    what `explain` derived is not kept (an explained packet logs as the same packet unexplained)."""
+    driver.execute_query(
+        "OPTIONAL MATCH (e:ErasedClaim {namespace: $ns}) WHERE e.id IN $ids "
+        "WITH count(e) AS erased WHERE erased = 0 "
+        "MERGE (p:PacketLog {namespace: $ns, fingerprint: $fp}) "
+        "ON CREATE SET p.packet_json = $json, p.query = $query, p.policy_version = $policy, "
+        "p.store_revision = $rev, p.k = $k, p.valid_at = $valid_at, p.logged_at = datetime()",
+        ns=packet.namespace, fp=packet.fingerprint, json=packet.model_dump_json(exclude=PACKET_DERIVED),
+        query=packet.query, policy=packet.policy_version, rev=packet.store_revision, k=packet.k,
+        valid_at=packet.valid_at, ids=packet_claim_ids(packet), database_=database,
+    )
+
+
+def load_packet(driver: Driver, namespace: str, fingerprint: str, database: str | None = None) -> ContextPacket:
+    """The logged packet; ErasedError when it named a claim that has been erased since."""
+    records, _, _ = driver.execute_query(
+        "MATCH (p:PacketLog {namespace: $ns, fingerprint: $fp}) "
+        "RETURN p.packet_json AS j, p.erased_claims AS erased, p.erased_at_revision AS at",
+        ns=namespace, fp=fingerprint, database_=database, routing_="r",
+    )
+    if not records:
+        raise NotFoundError(f"no logged packet with fingerprint {fingerprint!r}", field="fingerprint")
+    row = records[0]
+    if row["j"] is None:
+        raise _erased(fingerprint, list(row["erased"] or []), row["at"])
+    packet = ContextPacket.model_validate_json(row["j"])
+    # A packet logged while an erasure of one of its claims was committing: the tombstone decides.
+    late, _, _ = driver.execute_query(
+        "UNWIND $ids AS id MATCH (e:ErasedClaim {namespace: $ns, id: id}) "
+        "RETURN e.id AS id, e.erased_at_revision AS at ORDER BY at, id",
+        ids=packet_claim_ids(packet), ns=namespace, database_=database, routing_="r",
+    )
+    if late:
+        raise _erased(fingerprint, [str(r["id"]) for r in late], late[0]["at"])
+    return packet
+
+
+def _erased(fingerprint: str, ids: list[str], revision: object) -> ErasedError:
+    return ErasedError(f"the packet {fingerprint!r} held claims erased at revision {revision}: {', '.join(ids)}; "
+                       "its content is gone and it cannot be replayed", field="fingerprint")
+
+
+def erase_packets(tx: ManagedTransaction, namespace: str, claim_ids: Sequence[str], rev: Revision) -> int:
+    """Reduce every logged packet of the namespace that names one of `claim_ids` to a tombstone (its
+    fingerprint, recall parameters and which erased claims it held), in the erasure's transaction.
+    Packets are found by the ids in their JSON: a scan of the namespace's packet log, once per batch."""
+    if not claim_ids:
+        return 0
+    record = tx.run(
+        "MATCH (p:PacketLog {namespace: $ns}) WHERE p.packet_json IS NOT NULL "
+        "WITH p, [id IN $ids WHERE p.packet_json CONTAINS id] AS hit WHERE size(hit) > 0 "
+        "SET p.erased_claims = coalesce(p.erased_claims, []) + hit, p.erased_at_revision = $rev, p.erased_at = $at "
+        "REMOVE p.packet_json, p.query RETURN count(p) AS n",
+        ns=namespace, ids=sorted(set(claim_ids)), rev=rev.number, at=rev.at,
+    ).single()
+    return 0 if record is None else int(record["n"])
