@@ -41,7 +41,9 @@ neo4j: install
 neo4j-stop: install
 	$(BIN)/palimpsest neo4j stop
 
+# The CLI lives in the cache's virtualenv, not on PATH: say where, for MCP client configs and shells.
 run: neo4j
+	@echo "palimpsest CLI: $(BIN)/palimpsest (MCP client configs take this path; or: export PATH=$(BIN):\$$PATH)"
 	$(BIN)/palimpsest serve --host 127.0.0.1 --port 8000 --demo
 
 lint: install-dev

@@ -23,6 +23,8 @@ def test_run_installs_no_dev_extras() -> None:
     recipe = _recipe("run")
     assert "pip install -q -e ." in recipe and "palimpsest serve" in recipe
     assert "[dev]" not in recipe, recipe
+    # The CLI is not on PATH after `make run`: the recipe prints the absolute path MCP client configs need.
+    assert "palimpsest CLI: /nonexistent/venv/bin/palimpsest" in recipe, recipe
 
 
 def test_test_installs_the_dev_extras() -> None:
