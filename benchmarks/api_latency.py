@@ -137,7 +137,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
           f"{result['http_ms']['p95'] / result['in_process_ms']['p95']:.2f}x |")
     print(f"\nsame fingerprint over HTTP and in-process: {result['http_same_fingerprint_rate']:.0%}")
     out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     (out / "api-latency-latest.json").write_text(json.dumps(result, indent=2))
     if not args.keep:
         drop_namespace(rt.driver, ns)

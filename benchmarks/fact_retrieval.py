@@ -19,7 +19,7 @@ Why it is built this way:
   stage's cost is measured against the same recall without it. Names are drawn from a seeded RNG.
 
 Run `python -m benchmarks.fact_retrieval [--films 100 400]`. Results: benchmarks/README.md,
-"Fact retrieval".
+"fact_retrieval".
 """
 
 from __future__ import annotations

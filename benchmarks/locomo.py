@@ -36,7 +36,7 @@ Why it is built this way:
   (SQuAD-style normalisation) against LoCoMo's answer, per category, with the reader's cost.
 
 Run `python -m benchmarks.locomo [--data PATH] [--variants prefix none] [--conversations 0 1 2]`.
-Results: benchmarks/README.md, "LoCoMo".
+Results: benchmarks/README.md, "locomo"; how the modes were chosen: docs/research-log.md.
 """
 
 from __future__ import annotations
@@ -358,13 +358,13 @@ PALIMPSEST_MODES: dict[str, dict[str, Any]] = {
     "palimpsest + PPR": {"graph_expansion": "ppr"},
     "palimpsest + round 2": {"rounds": 2},
     "palimpsest + dedup 0.7": {"dedup_jaccard": 0.7},
-    # The best so far (benchmarks/README.md, "Who said it"): with the `prefix+captions+context` turns.
+    # The best so far (docs/research-log.md, "Who said it"): with the `prefix+captions+context` turns.
     "palimpsest subject terms + source penalty 0.7": {"subject_terms": True, "source_penalty": 0.7},
     # The same on word stems ("Where has she camped?" / "we went camping"; policy stem_terms).
     "palimpsest subject terms + source penalty 0.7 + stems": {"subject_terms": True, "source_penalty": 0.7,
                                                               "stem_terms": True},
     # The same with its head read sentence by sentence (rerank: sentences; weight 1 and the whole packet, 25,
-    # chosen on conversations 0-4 offline, benchmarks/README.md "Sentence match").
+    # chosen on conversations 0-4 offline, docs/research-log.md "Sentence match").
     "palimpsest subject terms + source penalty 0.7 + stems + sentences": {
         "subject_terms": True, "source_penalty": 0.7, "stem_terms": True, "rerank": "sentences", "rerank_top": 25},
 }
@@ -827,6 +827,7 @@ def merge(paths: Sequence[Path], out: Path) -> dict[str, Any]:
                            "conversations": [c for b in blocks for c in b["conversations"]],
                            "modes": modes, "ratios_r10": _ratios(modes)}
     merged["variants"] = variants
+    out.parent.mkdir(parents=True, exist_ok=True)  # the results folder is ignored and may not exist yet
     out.write_text(json.dumps(merged, indent=2), encoding="utf-8")
     print(table(merged))
     return merged

@@ -26,7 +26,7 @@ Why it is built this way:
   worker's entity job + PageRank; contradiction detectors are off here).
 
 Run `python -m benchmarks.multihop --data ../shared/data [--datasets musique hotpotqa] [--pooled]`.
-Results and the tuning grid: benchmarks/README.md, "Multi-hop passage retrieval".
+Results: benchmarks/README.md, "multihop"; the tuning grid: docs/research-log.md.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def load_hotpotqa(root: Path) -> Dataset:
 
 
 def load_hotpotqa_dev(root: Path) -> Dataset:
-    """The HotpotQA dev sample (its source: benchmarks/README.md, "Multi-hop passage retrieval"): the head
+    """The HotpotQA dev sample (its source: benchmarks/README.md, "multihop"): the head
     of the dev file, cut inside a question, so objects are read until the first incomplete one. It is the
     set no rule or knob here was looked at on; the corpus is the union of its questions' context
     paragraphs (distractors included)."""
