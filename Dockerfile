@@ -7,7 +7,7 @@ COPY extraction extraction
 COPY api api
 COPY palimpsest palimpsest
 # CPU-only torch first, from PyTorch's own index: the image embeds on CPU, and PyPI's Linux torch
-# wheel brings CUDA (nvidia-*, triton and CUDA libraries: 4.6 GB of its 5.3 GB installed; see README). The
+# wheel brings CUDA (nvidia-*, triton and CUDA libraries: 4.6 GB of its 5.3 GB installed; see docs/OPERATIONS.md). The
 # version matches pyproject.toml's pin (a test checks), so `pip install .` keeps this one.
 ARG TORCH_VERSION=2.15.0
 RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu "torch==${TORCH_VERSION}"

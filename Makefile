@@ -63,6 +63,7 @@ bench-temporal: install-dev neo4j
 screenshots: neo4j
 	$(BIN)/python -m scripts.screenshots
 
-# The README's GraphQL examples, rewritten from a real run (tests/integration/test_readme_examples.py compares).
+# The GraphQL examples of docs/GRAPHQL.md and docs/RECALL.md, rewritten from a real run
+# (tests/integration/test_readme_examples.py compares).
 docs: neo4j
 	$(BIN)/python -m scripts.readme_examples

@@ -83,7 +83,7 @@ PACKAGES: tuple[NpmPackage, ...] = (
 FILES: dict[str, AssetFile] = {f.name: f for p in PACKAGES for f in p.files}
 
 def example_queries() -> list[str]:
-    """The README's three queries, as GraphiQL's first tabs: what `make run`'s demo namespace answers.
+    """docs/GRAPHQL.md's three queries, as GraphiQL's first tabs: what `make run`'s demo namespace answers.
 
     tests/browser runs the first one through the page. (Imported here, not at module level: the demo
     module pulls in the whole Memory stack, which `python -m api.graphiql` at install time does not need.)

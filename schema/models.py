@@ -214,7 +214,7 @@ class Policy(BaseModel):
     inferred_supersession: bool = False
     inferred_min_similarity: float = Field(default=0.7, ge=0, le=1)
     inferred_min_confidence: float = Field(default=0.75, ge=0, le=1)
-    # Which judge decides (README "Inferred supersession"): "offline" — the frame judge (the two
+    # Which judge decides (docs/WORKER.md, "Memory without keys"): "offline" — the frame judge (the two
     # texts share a frame and differ in one value: a date, amount, quantity, version, state or
     # name) and then the entity judge, no model; or "llm" — a chat model via litellm + instructor
     # (`inferred_llm_model`), asked only about the bounded candidates. Candidates are the claims

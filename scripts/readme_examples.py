@@ -1,6 +1,7 @@
-"""The README's GraphQL examples, answered by a real run: `make docs` rewrites them, a test compares.
+"""The GraphQL examples of the docs, answered by a real run: `make docs` rewrites them, a test compares.
 
-Every ```graphql block of the README that is followed by a ```json block is sent to the schema
+Every ```graphql block of docs/GRAPHQL.md and docs/RECALL.md (the README links to both) that is
+followed by a ```json block is sent to the schema
 (in-process, local mode) against a freshly loaded copy of the demo namespace (api/demo.py; the
 query's `"demo"` is replaced by that copy's name), and the JSON block is the answer, as a client
 receives it (`{"data": …}`). Two kinds of value cannot be the same on every run, and are shown
@@ -10,8 +11,8 @@ rounded to 2 decimals — the demo is a few seconds old when it is answered. Eve
 rounded to 4 decimals: the sixth moves between machines (the same text embeds ~1e-7 apart on another
 CPU's float kernels, and a similarity rounded to 6 decimals can then flip its last digit).
 
-    python -m scripts.readme_examples            # rewrite README.md
-    python -m scripts.readme_examples --check    # exit 1 if README.md differs
+    python -m scripts.readme_examples            # rewrite the files
+    python -m scripts.readme_examples --check    # exit 1 if a file differs
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+FILES = (ROOT / "docs" / "GRAPHQL.md", ROOT / "docs" / "RECALL.md")
 EXAMPLE = re.compile(r"```graphql\n(?P<query>.*?)```\n```json\n(?P<answer>.*?)```\n", re.S)
 WIDTH = 100
 
@@ -68,13 +70,13 @@ def answer(runtime: Any, query: str, namespace: str) -> dict[str, Any]:
            "principal": LOCAL, "auth_error": None}
     result = asyncio.run(schema.execute(query.replace('"demo"', json.dumps(namespace)), context_value=ctx))
     if result.errors:
-        raise RuntimeError(f"README example failed: {result.errors[0].message}\n{query}")
+        raise RuntimeError(f"GraphQL example failed: {result.errors[0].message}\n{query}")
     body: dict[str, Any] = {"data": result.data}
     return json.loads(json.dumps(body).replace(namespace, "demo"))
 
 
 def rewritten(text: str, runtime: Any, namespace: str) -> str:
-    """The README with every example's JSON block replaced by the real answer."""
+    """`text` with every example's JSON block replaced by the real answer."""
     def one(match: re.Match[str]) -> str:
         body = render(shown(answer(runtime, match["query"], namespace)))
         return f"```graphql\n{match['query']}```\n```json\n{body}\n```\n"
@@ -96,7 +98,7 @@ def with_demo(runtime: Any) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--check", action="store_true", help="compare only; exit 1 when README.md differs")
+    parser.add_argument("--check", action="store_true", help="compare only; exit 1 when a file differs")
     args = parser.parse_args(argv)
     from palimpsest.api.runtime import Runtime
     from palimpsest.graph.lifecycle.maintenance import drop_namespace
@@ -104,16 +106,17 @@ def main(argv: list[str] | None = None) -> int:
     with Runtime.from_env() as runtime:
         namespace = with_demo(runtime)
         try:
-            text = README.read_text(encoding="utf-8")
-            new = rewritten(text, runtime, namespace)
+            texts = {path: path.read_text(encoding="utf-8") for path in FILES}
+            new = {path: rewritten(text, runtime, namespace) for path, text in texts.items()}
         finally:
             drop_namespace(runtime.driver, namespace)
+    drifted = [path for path in FILES if new[path] != texts[path]]
     if args.check:
-        if new != text:
-            print("README.md examples differ from a real run; run `make docs`", file=sys.stderr)
-            return 1
-        return 0
-    README.write_text(new, encoding="utf-8")
+        for path in drifted:
+            print(f"{path.relative_to(ROOT)}: examples differ from a real run; run `make docs`", file=sys.stderr)
+        return 1 if drifted else 0
+    for path in drifted:
+        path.write_text(new[path], encoding="utf-8")
     return 0
 
 

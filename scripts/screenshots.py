@@ -1,4 +1,5 @@
-"""Rewrite the README's pictures: GraphiQL with a demo answer, Neo4j Browser with the demo graph.
+"""Rewrite the docs' pictures: GraphiQL with a demo answer (docs/GRAPHQL.md), Neo4j Browser with the
+demo graph (docs/OPERATIONS.md).
 
 `make screenshots` (or `python -m scripts.screenshots`): loads the `demo` namespace if it is not
 there yet (as `make run` does), lets the worker make its pass so entities exist, serves the app

@@ -1,4 +1,4 @@
-"""Neo4j Browser as the README sends a person there: connected at once, claims captioned by content.
+"""Neo4j Browser as docs/OPERATIONS.md sends a person there: connected at once, claims captioned by content.
 
 The Browser a server serves shows a login form on a first visit even with auth off (it cannot
 know before connecting); the URL the launcher prints (graph.db.local_server.browser_url) connects without
@@ -17,7 +17,7 @@ from palimpsest.api import demo
 from palimpsest.graph.db import local_server as server
 from tests.browser.cdp import Page
 from tests.conftest import Neo4jHandle
-from tests.integration.test_readme_cypher import CHAIN  # the README's query, as a person would paste it
+from tests.integration.test_readme_cypher import CHAIN  # docs/OPERATIONS.md's query, as a person would paste it
 
 pytestmark = pytest.mark.integration
 

@@ -240,7 +240,7 @@ def test_graphiql_page_loads_only_pinned_files_from_this_server(client: TestClie
         asset = client.get(url)
         assert asset.status_code == 200, url
         assert "sha384-" + base64.b64encode(hashlib.sha384(asset.content).digest()).decode() == sri, url
-    assert 'namespace: \\"demo\\"' in page  # the README's first query opens as the first tab
+    assert 'namespace: \\"demo\\"' in page  # docs/GRAPHQL.md's first query opens as the first tab
     assert client.get(f"{graphiql.ASSET_PREFIX}/.complete").status_code == 404  # only the pinned names
     root = client.get("/", follow_redirects=False)
     assert root.status_code == 307 and root.headers["location"] == "/graphql"

@@ -1,5 +1,5 @@
-"""The README's Neo4j Browser queries, run on the demo data: they must be in the README as written
-and return what the README says they return.
+"""The Neo4j Browser queries of docs/OPERATIONS.md (the README links there), run on the demo data:
+they must be in that page as written and return what it says they return.
 
 The demo is loaded into this test's own namespace (the queries' `'demo'` is replaced by it) and
 the worker makes one pass, as `make run`'s in-process worker does a moment after start.
@@ -17,7 +17,7 @@ from palimpsest.api.worker import ProjectionWorker
 
 pytestmark = pytest.mark.integration
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+PAGE = (Path(__file__).resolve().parents[2] / "docs" / "OPERATIONS.md").read_text(encoding="utf-8")
 
 WHOLE = """MATCH (c:Claim {namespace: 'demo'})
 OPTIONAL MATCH (c)-[r:SUPERSEDES|MENTIONS]->(x)
@@ -45,7 +45,7 @@ def demo_graph(runtime: Any, namespace: str, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def cypher(runtime: Any, query: str, namespace: str) -> list[dict[str, Any]]:
-    assert query in README, f"the README no longer shows this query:\n{query}"
+    assert query in PAGE, f"docs/OPERATIONS.md no longer shows this query:\n{query}"
     records, _, _ = runtime.driver.execute_query(query.replace("'demo'", f"'{namespace}'"))
     return [dict(r) for r in records]
 

@@ -166,6 +166,6 @@ def test_dropped_namespace_leaves_metrics(runtime: Any, driver: Any) -> None:
 
 
 def test_introspection_is_open_as_documented(client: TestClient) -> None:
-    """README: introspection is on for every caller (the SDL is public); it names no tenant data."""
+    """docs/OPERATIONS.md: introspection is on for every caller (the SDL is public); it names no tenant data."""
     body = client.post("/graphql", json={"query": "{ __schema { queryType { name } } }"}).json()
     assert body == {"data": {"__schema": {"queryType": {"name": "Query"}}}}
