@@ -133,7 +133,7 @@ def recall_rounds(mem: Memory, query: str, *, rounds: int | None = None, k: int 
     wanted = check_rounds(rounds)
     # The router keeps graph expansion in the rounds of a question it reads as multi-hop: with PPR's ties
     # broken by content, PPR and the rounds together find at least what the rounds find alone on every
-    # multi-hop set measured (benchmarks/README.md, "PPR repeats"), so `later_rounds` is not passed.
+    # multi-hop set measured (docs/research-log.md, "PPR repeats"), so `later_rounds` is not passed.
     state = Rounds(mem, query, k=k, policy_version=policy_version, as_of_revision=as_of_revision, valid_at=valid_at,
                    explain=explain)
     first = state.run(query.strip(), "question", [])

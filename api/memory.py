@@ -182,7 +182,7 @@ class Memory:
         """Write a batch in one transaction (one store revision); each item gets its own result.
 
         With `embed_subjects` (the default), a claim whose metadata declares a `subject` (or `title`)
-        is embedded as "subject: content" (schema.subjects; measured in benchmarks/README.md) and
+        is embedded as "subject: content" (schema.subjects; measured in docs/research-log.md) and
         the subject is stored as `search_subject`; `content` is stored exactly as given either way.
 
         `on_progress(n)` is told as items are done: refused ones at once, the rest as their embeddings

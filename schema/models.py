@@ -111,11 +111,11 @@ class Policy(BaseModel):
     identifier_boost: float = Field(default=2.0, ge=1, le=10)
     # Lexical match also scores the subject a claim's metadata declares (`subject`, else `title`;
     # schema.subjects), as its vector already embeds it at ingest. Recall-time only: the fulltext
-    # index that proposes candidates covers `content`. Off until measured (benchmarks/README.md).
+    # index that proposes candidates covers `content`. Off until measured (docs/research-log.md).
     subject_terms: bool = False
     # Lexical match on word stems (English Snowball): "camped" matches "camping". Recall-time only, like
     # `subject_terms`: the fulltext index proposes candidates by surface words. Off in default-v1:
-    # measured (benchmarks/README.md), it pays on conversation, where a question seldom repeats its
+    # measured (docs/research-log.md), it pays on conversation, where a question seldom repeats its
     # answer's inflection, and costs passage retrieval over encyclopedic text.
     stem_terms: bool = False
     # Relevance factor for a claim that names a sibling of what the query names ("checkout-gateway"
@@ -127,7 +127,7 @@ class Policy(BaseModel):
     source_penalty: float = Field(default=1.0, gt=0, le=1)
     # Relevance floor: visible candidates whose fused relevance (0..1, before freshness decay) is below
     # it never enter the packet, and `hidden.below_relevance` counts them. Off in default-v1: measured
-    # (benchmarks/README.md), 0.1 costs nothing on the multi-hop, temporal and SituatedQA runs but
+    # (docs/research-log.md), 0.1 costs nothing on the multi-hop, temporal and SituatedQA runs but
     # buys little, 0.2 and up cost multi-hop recall.
     min_relevance: float = Field(default=0.0, ge=0, le=1)
     rrf_k: int = Field(default=60, ge=1, le=1000)
@@ -154,11 +154,11 @@ class Policy(BaseModel):
     # rounds weighted `expansion_weight`), ranks 1..`expansion_protect_top` kept as round 1 had them.
     expansion_items: int = Field(default=3, ge=1, le=50)
     expansion_terms: int = Field(default=6, ge=0, le=50)
-    # Tuned on MuSiQue (benchmarks/README.md): at 2 the later round orders the ranks below the
+    # Tuned on MuSiQue (docs/research-log.md): at 2 the later round orders the ranks below the
     # protected top two (R@5 62.7 → 72.5 over hybrid + PPR); 1 gained less, 0.5 nothing, 3 and 5 the same.
     expansion_weight: float = Field(default=2.0, ge=0, le=10)
     expansion_protect_top: int = Field(default=2, ge=0, le=limits.MAX_K_CEILING)
-    # Off: measured on MuSiQue (benchmarks/README.md), a top item's own subject mostly finds that item
+    # Off: measured on MuSiQue (docs/research-log.md), a top item's own subject mostly finds that item
     # again; the other entities it names are the bridges.
     expansion_subjects: bool = False
     # `ask`: the reader (a litellm model name; the provider's key is read from its own environment

@@ -5,7 +5,7 @@ Einstein". Embedded alone, its vector knows nothing of Einstein, and a question 
 So when the caller declares a subject (metadata `subject`, else `title`: the same keys the offline
 second round reads, graph.recall.rounds), the vector is computed from "subject: content" — the form the
 LoCoMo run measured for speakers ("speaker: text"). Measured on held-out MuSiQue
-(benchmarks/README.md), embedding the title with the text is what separates 36.2 from 41.5 R@2 for
+(docs/research-log.md), embedding the title with the text is what separates 36.2 from 41.5 R@2 for
 the same model. The stored `content` stays exactly what the caller wrote; the subject that went
 into the vector is stored beside it (`Claim.search_subject`), so the choice is visible and replayable.
 

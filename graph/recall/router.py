@@ -34,13 +34,13 @@ name a bridge another claim is about (it declares it as its subject or opens wit
 which the wording of a question cannot show. Graph expansion stays as the policy has it: the policy
 chose PPR for its corpus, from a direct question's own entities it costs a few milliseconds, and when
 the wording hid a hop it still finds it (every MuSiQue question forced down this route: R@5 66.7 with
-PPR, 65.1 without; benchmarks/README.md, "What a misread question costs"). A temporal question keeps
+PPR, 65.1 without; docs/research-log.md, "What a misread question costs"). A temporal question keeps
 near-duplicates (dedup skipped, "router:skip-dedup"): the same words said at two times are two events.
 A multi-hop question or a comparison keeps every stage — unless the caller says it will take the second
 hop through its own later rounds (`later_rounds`), which skips graph expansion ("router:later-rounds",
 "router:skip-ppr"): PPR and the offline second round are two ways to the same hop. `recall_rounds` does
 not say so: with PPR deterministic, both together find more on the multi-hop sets than the rounds alone
-(benchmarks/README.md, "PPR repeats; the router keeps PPR in its rounds"). The rest of the policy is
+(docs/research-log.md, "PPR repeats; the router keeps PPR in its rounds"). The rest of the policy is
 untouched.
 
 The packet's `stages` records the decision first: "router:rules" (or "router:llm", or
