@@ -384,6 +384,7 @@ _LazyEntity = Annotated["Entity", strawberry.lazy("palimpsest.api.graphql_types"
 @sp.type(model=m.Entity, all_fields=True,
          description="A thing claims mention; ranked by GDS PageRank over co-mentions.")
 class Entity:
+    id: str  # from the model; declared so type checkers see it in the resolvers below
     # Not a field of m.Entity: only a neighbour (m.EntityNeighbour) has a weight. from_pydantic reads every
     # field of this type off the instance it is given, so a neighbour's weight comes along and others' is null.
     weight: float | None = strawberry.field(default=None, description="Co-mention weight, in neighbour lists.")
