@@ -52,12 +52,11 @@ from palimpsest.graph.db import deadline
 from palimpsest.schema.errors import BadInputError, LimitExceededError, PalimpsestError
 from palimpsest.schema.limits import MAX_BATCH_ITEMS
 from palimpsest.schema.models import Claim as ClaimModel
-from palimpsest.schema.models import ContradictionRecord, IngestResult
+from palimpsest.schema.models import ContradictionRecord, EntityNeighbour, Fact, IngestResult
 
 R = TypeVar("R")
 K = TypeVar("K")
 V = TypeVar("V")
-Rows = list[dict[str, Any]]
 
 __all__ = ["MAX_ALIASES", "MAX_COST", "MAX_DEPTH", "MAX_FIELDS", "MAX_TOKENS", "Loaders", "build_schema", "schema"]
 
@@ -224,10 +223,10 @@ class Loaders:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self.claims: DataLoader[tuple[str, str], ClaimModel | None] = DataLoader(self._load_claims)
-        # (namespace, entity id, first) -> neighbour rows
-        self.neighbours: DataLoader[tuple[str, str, int], list[dict[str, Any]]] = DataLoader(self._load_neighbours)
-        # (namespace, entity id, first, include superseded) -> fact rows
-        self.facts: DataLoader[tuple[str, str, int, bool], list[dict[str, Any]]] = DataLoader(self._load_facts)
+        # (namespace, entity id, first) -> its neighbours
+        self.neighbours: DataLoader[tuple[str, str, int], list[EntityNeighbour]] = DataLoader(self._load_neighbours)
+        # (namespace, entity id, first, include superseded) -> its facts
+        self.facts: DataLoader[tuple[str, str, int, bool], list[Fact]] = DataLoader(self._load_facts)
         self.round_trips = 0
 
     async def _load_claims(self, keys: list[tuple[str, str]]) -> Sequence[ClaimModel | None]:
@@ -243,13 +242,13 @@ class Loaders:
         return [found.get(key) for key in keys]
 
     async def _grouped(self, keys: Sequence[tuple[Any, ...]],
-                       fetch: Callable[[Memory, list[str], tuple[Any, ...]], dict[str, list[dict[str, Any]]]],
-                       ) -> list[list[dict[str, Any]] | BaseException]:
+                       fetch: Callable[[Memory, list[str], tuple[Any, ...]], dict[str, list[V]]],
+                       ) -> list[list[V] | BaseException]:
         """Keys (namespace, id, *options) grouped by (namespace, options): one fetch per group."""
         groups: dict[tuple[Any, ...], list[str]] = {}
         for ns, eid, *options in keys:
             groups.setdefault((ns, *options), []).append(eid)
-        found: dict[tuple[Any, ...], list[dict[str, Any]] | BaseException] = {}
+        found: dict[tuple[Any, ...], list[V] | BaseException] = {}
         for group, ids in sorted(groups.items(), key=lambda g: repr(g[0])):
             ns, *options = group
             self.round_trips += 1
@@ -262,10 +261,11 @@ class Loaders:
             found.update({(ns, eid, *options): rows.get(eid, []) for eid in ids})
         return [found[tuple(key)] for key in keys]
 
-    async def _load_neighbours(self, keys: list[tuple[str, str, int]]) -> Sequence[Rows | BaseException]:
+    async def _load_neighbours(self, keys: list[tuple[str, str, int]],
+                               ) -> Sequence[list[EntityNeighbour] | BaseException]:
         return await self._grouped(keys, lambda mem, ids, opts: mem.entity_neighbours_many(ids, first=opts[0]))
 
-    async def _load_facts(self, keys: list[tuple[str, str, int, bool]]) -> Sequence[Rows | BaseException]:
+    async def _load_facts(self, keys: list[tuple[str, str, int, bool]]) -> Sequence[list[Fact] | BaseException]:
         return await self._grouped(keys, lambda mem, ids, opts: mem.facts_many(
             ids, first=opts[0], include_superseded=opts[1]))
 
@@ -421,15 +421,15 @@ class Query:
         if by != "PAGERANK":
             raise coded(BadInputError("by must be PAGERANK", field="by"))
         ns = namespace if namespace is not None else _principal_ns(info)
-        rows = await call(info, namespace, "read", lambda mem: mem.top_entities(first))
-        return [t.entity_to_gql(r, ns) for r in rows]
+        found = await call(info, namespace, "read", lambda mem: mem.top_entities(first))
+        return [t.entity_to_gql(e, ns) for e in found]
 
     @strawberry.field(description="One shortest RELATED path between two entities, ends included; [] if none.")
     async def path(self, info: strawberry.Info, from_: Annotated[str, strawberry.argument(name="from")], to: str,
                    max_hops: int = 4, namespace: NS = None) -> list[t.Entity]:
         ns = namespace if namespace is not None else _principal_ns(info)
-        rows = await call(info, namespace, "read", lambda mem: mem.entity_path(from_, to, max_hops))
-        return [t.entity_to_gql(r, ns) for r in rows]
+        path = await call(info, namespace, "read", lambda mem: mem.entity_path(from_, to, max_hops))
+        return [t.entity_to_gql(e, ns) for e in path]
 
     @strawberry.field(description="The namespace's stored settings (its default policy).")
     async def settings(self, info: strawberry.Info, namespace: NS = None) -> t.NamespaceSettings:

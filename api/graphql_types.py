@@ -7,7 +7,7 @@ and the drift test notices.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import strawberry
 import strawberry.experimental.pydantic as sp
@@ -369,64 +369,50 @@ class Contradiction:
     other: ClaimRef
 
 
-@strawberry.type(description="A belief the worker derived from claims: subject, predicate, object, with Noisy-OR "
-                             "confidence over its supporting claims. Superseded facts say what held before.")
+@sp.type(model=m.Fact, all_fields=True,
+         description="A belief the worker derived from claims: subject, predicate, object, with Noisy-OR "
+                     "confidence over its supporting claims. Superseded facts say what held before.")
 class Fact:
-    id: str
-    subject: str
-    subject_id: str | None
-    predicate: str
-    object: str
-    object_id: str | None
-    valid_from: str | None
-    valid_to: str | None
-    recorded_at: str | None
-    revision: int | None
-    confidence: float
     status: str
-    supported_by: list[str]
 
 
-def fact_to_gql(row: dict[str, Any]) -> Fact:
-    return Fact(id=row["id"], subject=row["subject"], subject_id=row.get("subject_id"), predicate=row["predicate"],
-                object=row["object"], object_id=row.get("object_id"), valid_from=row.get("valid_from"),
-                valid_to=row.get("valid_to"), recorded_at=row.get("recorded_at"), revision=row.get("revision"),
-                confidence=float(row["confidence"]), status=str(row["status"]),
-                supported_by=list(row.get("supported_by") or []))
+# `sp.type` evaluates a resolver's return type while it builds the class, before the name Entity is bound:
+# the neighbours' type refers to it lazily, by module, as strawberry resolves it when the schema is built.
+_LazyEntity = Annotated["Entity", strawberry.lazy("palimpsest.api.graphql_types")]
 
 
-@strawberry.type(description="A thing claims mention; ranked by GDS PageRank over co-mentions.")
+@sp.type(model=m.Entity, all_fields=True,
+         description="A thing claims mention; ranked by GDS PageRank over co-mentions.")
 class Entity:
-    id: str
-    name: str
-    canonical: str
-    type: str | None
-    aliases: list[str]
-    pagerank: float | None
+    id: str  # from the model; declared so type checkers see it in the resolvers below
+    # Not a field of m.Entity: only a neighbour (m.EntityNeighbour) has a weight. from_pydantic reads every
+    # field of this type off the instance it is given, so a neighbour's weight comes along and others' is null.
     weight: float | None = strawberry.field(default=None, description="Co-mention weight, in neighbour lists.")
 
     # Both lists load through the request's DataLoaders (api/graphql_schema.py Loaders): the
     # neighbours of every entity at one level cost one round trip, not one each.
     @strawberry.field(description="RELATED neighbours, strongest co-mention first.")
-    async def neighbors(self, info: strawberry.Info, first: int = 20) -> list[Entity]:
+    async def neighbors(self, info: strawberry.Info, first: int = 20) -> list[_LazyEntity]:
         from palimpsest.api.graphql_schema import load
 
         namespace = str(getattr(self, "_namespace", ""))
-        rows = await load(info, namespace, info.context["loaders"].neighbours, (namespace, self.id, first))
-        return [entity_to_gql(r, namespace) for r in rows]
+        found: list[m.EntityNeighbour] = await load(info, namespace, info.context["loaders"].neighbours,
+                                                    (namespace, self.id, first))
+        return [entity_to_gql(n, namespace) for n in found]
 
     @strawberry.field(description="Facts with this entity as subject or object, newest first.")
     async def facts(self, info: strawberry.Info, first: int = 50, include_superseded: bool = False) -> list[Fact]:
         from palimpsest.api.graphql_schema import load
 
         namespace = str(getattr(self, "_namespace", ""))
-        rows = await load(info, namespace, info.context["loaders"].facts,
-                          (namespace, self.id, first, include_superseded))
-        return [fact_to_gql(r) for r in rows]
+        found: list[m.Fact] = await load(info, namespace, info.context["loaders"].facts,
+                                         (namespace, self.id, first, include_superseded))
+        return [Fact.from_pydantic(f) for f in found]
 
 
-def entity_to_gql(row: dict[str, Any], namespace: str) -> Entity:
-    out = Entity(id=row["id"], name=row["name"], canonical=row["canonical"], type=row.get("type"),
-                 aliases=list(row.get("aliases") or []), pagerank=row.get("pagerank"), weight=row.get("weight"))
+def entity_to_gql(entity: m.Entity, namespace: str) -> Entity:
+    """The GraphQL Entity of any of the three entity models (an EntityDetail's mention count is not a field),
+    carrying its namespace for the neighbours and facts it loads."""
+    out = Entity.from_pydantic(entity)
     out._namespace = namespace  # type: ignore[attr-defined]
     return out

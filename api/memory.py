@@ -35,7 +35,11 @@ from palimpsest.schema.models import (
     ClaimInput,
     ContextPacket,
     ContradictionRecord,
+    Entity,
+    EntityDetail,
+    EntityNeighbour,
     EraseResult,
+    Fact,
     HistoryEntry,
     ImportResult,
     InferredLink,
@@ -701,14 +705,27 @@ class Memory:
 
 
     # ---- entities (knowledge graph) -------------------------------------------------------
-    def entity(self, entity_id: str) -> dict[str, Any]:
-        """One entity with its names, type, PageRank and number of mentioning claims."""
+    # Typed results (schema.models Entity, EntityDetail, EntityNeighbour, Fact), built by the graph reads.
+    def entity(self, entity_id: str) -> EntityDetail:
+        """One entity with its names, type, PageRank and `mentions`, the number of claims mentioning it.
+
+        Example:
+            >>> mem.entity(mem.find_entities("Checkout API")[0].id).mentions
+
+        Raises:
+            NotFoundError: no entity with that id in this namespace.
+        """
         from palimpsest.graph.knowledge import entities as entity_q
 
         return entity_q.get_entity(self.rt.driver, self.namespace, _text(entity_id, "id"), self._db)
 
-    def find_entities(self, name: str) -> list[dict[str, Any]]:
-        """Entities whose canonical name equals the canonical form of `name` ("Checkout-API" → "checkout api")."""
+    def find_entities(self, name: str) -> list[Entity]:
+        """Entities whose canonical name equals the canonical form of `name` ("Checkout-API" → "checkout api"),
+        by id.
+
+        Raises:
+            BadInputError: `name` holds no letter or digit.
+        """
         from palimpsest.extraction.entities import canonical
         from palimpsest.graph.knowledge import entities as entity_q
 
@@ -717,44 +734,57 @@ class Memory:
             raise BadInputError("name must contain a letter or digit", field="name")
         return entity_q.find_entities(self.rt.driver, self.namespace, [key], self._db)
 
-    def entity_neighbours(self, entity_id: str, first: int = 20) -> list[dict[str, Any]]:
-        """RELATED neighbours, by co-mention weight, then PageRank, then id."""
+    def entity_neighbours(self, entity_id: str, first: int = 20) -> list[EntityNeighbour]:
+        """RELATED neighbours with the edge's `weight`, by weight, then PageRank, then id.
+
+        Raises:
+            NotFoundError: no entity with that id. BadInputError: `first` outside 1..1000.
+        """
         from palimpsest.graph.knowledge import entities as entity_q
 
         return entity_q.neighbourhood(self.rt.driver, self.namespace, _text(entity_id, "id"), first, self._db)
 
-    def entity_path(self, source_id: str, target_id: str, max_hops: int = 4) -> list[dict[str, Any]]:
-        """One shortest RELATED path between two entities (ends included), [] if none within max_hops."""
+    def entity_path(self, source_id: str, target_id: str, max_hops: int = 4) -> list[Entity]:
+        """One shortest RELATED path between two entities, as its entities in order (ends included; one
+        entity when they are the same), [] if none within max_hops.
+
+        Raises:
+            NotFoundError: either end is not an entity. BadInputError: `max_hops` outside 1..6.
+        """
         from palimpsest.graph.knowledge import entities as entity_q
 
         return entity_q.shortest_path(self.rt.driver, self.namespace, _text(source_id, "from"), _text(target_id, "to"),
                                       max_hops, self._db)
 
-    def entity_neighbours_many(self, entity_ids: Sequence[str], first: int = 20) -> dict[str, list[dict[str, Any]]]:
+    def entity_neighbours_many(self, entity_ids: Sequence[str], first: int = 20) -> dict[str, list[EntityNeighbour]]:
         """`entity_neighbours` of many entities in one round trip: id -> neighbours ([] for an unknown id)."""
         from palimpsest.graph.knowledge import entities as entity_q
 
         ids = [_text(e, "id") for e in entity_ids]
         return entity_q.neighbourhoods(self.rt.driver, self.namespace, ids, first, self._db)
 
-    def top_entities(self, first: int = 20) -> list[dict[str, Any]]:
-        """Entities by global PageRank as last computed by the worker."""
+    def top_entities(self, first: int = 20) -> list[Entity]:
+        """Entities by global PageRank as last computed by the worker (those it has not ranked yet are left out)."""
         from palimpsest.graph.knowledge import entities as entity_q
 
         return entity_q.top_entities(self.rt.driver, self.namespace, first, self._db)
 
     def facts(self, entity_id: str | None = None, *, include_superseded: bool = False,
-              first: int = 100) -> list[dict[str, Any]]:
+              first: int = 100) -> list[Fact]:
         """Facts the worker derived (about `entity_id` as subject or object, if given), newest first,
         with confidence and supporting claim ids; superseded ones too when asked, since they still
-        say what held before."""
+        say what held before (`superseded_by` names the fact that replaced one).
+
+        Example:
+            >>> [(f.subject, f.predicate, f.object, f.confidence) for f in mem.facts()]
+        """
         from palimpsest.graph.knowledge import facts as facts_q
 
         return facts_q.list_facts(self.rt.driver, self.namespace, entity_id=_opt_text(entity_id, "entity_id"),
                                   include_superseded=include_superseded, first=first, database=self._db)
 
     def facts_many(self, entity_ids: Sequence[str], *, include_superseded: bool = False,
-                   first: int = 100) -> dict[str, list[dict[str, Any]]]:
+                   first: int = 100) -> dict[str, list[Fact]]:
         """`facts(entity_id)` of many entities in one round trip: id -> its facts, newest first."""
         from palimpsest.graph.knowledge import facts as facts_q
 

@@ -734,3 +734,69 @@ class ImportResult(BaseModel):
     revision_offset: int = 0
     written: dict[str, int] = Field(default_factory=dict)
     skipped: dict[str, int] = Field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------ entity graph
+# What `Memory`'s entity and fact reads return (graph/knowledge/entities.py and facts.py build them from
+# their Cypher maps, one conversion per shape), so every face — GraphQL derives its Entity and Fact from
+# these, MCP and CLI serialise them — sees the same fields, and a typed caller is checked against them.
+FactStatus = Literal["current", "superseded"]
+
+
+class Entity(BaseModel):
+    """A thing claims mention, as the worker recorded it (graph.knowledge.entities).
+
+    `canonical` is the key names are matched on ("checkout api" for "Checkout-API"), `aliases` the other
+    spellings claims used for it, `type` what an LLM extractor called it (None when nothing typed it), and
+    `pagerank` its global PageRank over RELATED edges as the worker last computed it (None: not yet).
+    """
+
+    id: str
+    name: str
+    canonical: str
+    type: str | None = None
+    aliases: list[str] = Field(default_factory=list)
+    pagerank: float | None = None
+
+
+class EntityDetail(Entity):
+    """One entity read by id (`Memory.entity`), with `mentions`: how many claims mention it. Counted only
+    for a single entity: in a list (neighbours, top entities) the count would cost a pass over each
+    entity's claims, and a hub's are many."""
+
+    mentions: int
+
+
+class EntityNeighbour(Entity):
+    """An entity RELATED to the one asked about (`Memory.entity_neighbours`). `weight` is the edge's: the
+    claims that mention both plus the facts that link them (graph.knowledge.entities.RELATED_RECOUNT), the
+    first key neighbours are ordered by."""
+
+    weight: float
+
+
+class Fact(BaseModel):
+    """A (subject, predicate, object) belief the worker derived from claims (graph.knowledge.facts), as
+    the store holds it now.
+
+    `confidence` is the Noisy-OR over its supports and `supported_by` lists those claims' ids (sorted).
+    A superseded fact still says what held before: its `valid_to` was closed where its successor
+    (`superseded_by`, written at `superseded_at_revision`) starts. Times are ISO-8601 UTC; a missing bound
+    means nothing was stated. Unlike `Belief`, which is pinned to a packet's revision, a Fact is read now.
+    """
+
+    id: str
+    subject: str
+    subject_id: str | None = None
+    predicate: str
+    object: str
+    object_id: str | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+    recorded_at: str | None = None
+    revision: int | None = None
+    confidence: float
+    status: FactStatus
+    supported_by: list[str] = Field(default_factory=list)
+    superseded_at_revision: int | None = None
+    superseded_by: str | None = None

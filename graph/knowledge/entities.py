@@ -17,7 +17,7 @@ projected UNDIRECTED for PageRank. The queries below never call a model: vectors
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from neo4j import Driver, ManagedTransaction
 
 from palimpsest.graph.claims.index import text_hits
 from palimpsest.schema.errors import BadInputError, NotFoundError
+from palimpsest.schema.models import Entity, EntityDetail, EntityNeighbour
 
 _LUCENE_SAFE = re.compile(r"[^\W_]+")  # canonical tokens: letters and digits, no query syntax
 
@@ -250,12 +251,18 @@ def graph_fingerprint(tx: ManagedTransaction, namespace: str) -> tuple[int, int,
 
 
 # ------------------------------------------------------------------------------------ API reads
+# The API reads return schema.models' Entity and its two richer shapes, each built here from the map
+# `_entity_map` projects, so the Cypher and the model it must fill sit together.
 def _entity_map(alias: str) -> str:
     return (f"{{id: {alias}.id, name: {alias}.name, canonical: {alias}.canonical, type: {alias}.type, "
             f"aliases: coalesce({alias}.aliases, []), pagerank: {alias}.pagerank}}")
 
 
-def get_entity(driver: Driver, namespace: str, entity_id: str, database: str | None = None) -> dict[str, Any]:
+def _entity(row: Mapping[str, Any]) -> Entity:
+    return Entity.model_validate(dict(row))
+
+
+def get_entity(driver: Driver, namespace: str, entity_id: str, database: str | None = None) -> EntityDetail:
     records, _, _ = driver.execute_query(
         f"MATCH (e:Entity {{namespace: $ns, id: $id}}) OPTIONAL MATCH (c:Claim {{namespace: $ns}})-[:MENTIONS]->(e) "
         f"RETURN {_entity_map('e')} AS e, count(c) AS mentions",
@@ -263,18 +270,18 @@ def get_entity(driver: Driver, namespace: str, entity_id: str, database: str | N
     )
     if not records:
         raise NotFoundError(f"no entity {entity_id!r} in namespace {namespace!r}", field="id")
-    return dict(records[0]["e"]) | {"mentions": int(records[0]["mentions"])}
+    return EntityDetail.model_validate(dict(records[0]["e"]) | {"mentions": int(records[0]["mentions"])})
 
 
 def find_entities(driver: Driver, namespace: str, canonical_names: Sequence[str],
-                  database: str | None = None) -> list[dict[str, Any]]:
+                  database: str | None = None) -> list[Entity]:
     """Entities by canonical name (the caller canonicalises: graph never imports extraction)."""
     records, _, _ = driver.execute_query(
         f"UNWIND $names AS n MATCH (e:Entity {{namespace: $ns, canonical: n}}) RETURN {_entity_map('e')} AS e "
         "ORDER BY e.id",
         names=sorted(set(canonical_names)), ns=namespace, database_=database, routing_="r",
     )
-    return [dict(r["e"]) for r in records]
+    return [_entity(r["e"]) for r in records]
 
 
 def check_first(first: int) -> None:
@@ -284,7 +291,7 @@ def check_first(first: int) -> None:
 
 
 def neighbourhood(driver: Driver, namespace: str, entity_id: str, first: int = 20,
-                  database: str | None = None) -> list[dict[str, Any]]:
+                  database: str | None = None) -> list[EntityNeighbour]:
     """The entity's RELATED neighbours, strongest co-mention first (then PageRank, then id)."""
     check_first(first)
     get_entity(driver, namespace, entity_id, database)
@@ -292,12 +299,12 @@ def neighbourhood(driver: Driver, namespace: str, entity_id: str, first: int = 2
 
 
 def neighbourhoods(driver: Driver, namespace: str, entity_ids: Sequence[str], first: int = 20,
-                   database: str | None = None) -> dict[str, list[dict[str, Any]]]:
+                   database: str | None = None) -> dict[str, list[EntityNeighbour]]:
     """`neighbourhood` of many entities in one round trip (for a DataLoader): id -> its neighbours, in
     the same order and with the same limit; an id that is not (or no longer) an entity maps to []."""
     check_first(first)
     wanted = sorted(set(entity_ids))
-    out: dict[str, list[dict[str, Any]]] = {eid: [] for eid in wanted}
+    out: dict[str, list[EntityNeighbour]] = {eid: [] for eid in wanted}
     if not wanted:
         return out
     records, _, _ = driver.execute_query(
@@ -309,14 +316,14 @@ def neighbourhoods(driver: Driver, namespace: str, entity_ids: Sequence[str], fi
         ids=wanted, ns=namespace, first=first, database_=database, routing_="r",
     )
     for r in records:
-        out[r["of"]].append(dict(r["n"]) | {"weight": float(r["weight"])})
+        out[r["of"]].append(EntityNeighbour.model_validate(dict(r["n"]) | {"weight": float(r["weight"])}))
     for rows in out.values():  # the order of `neighbourhood`, whatever order the rows came back in
-        rows.sort(key=lambda n: (-n["weight"], -(n.get("pagerank") or 0.0), n["id"]))
+        rows.sort(key=lambda n: (-n.weight, -(n.pagerank or 0.0), n.id))
     return out
 
 
 def shortest_path(driver: Driver, namespace: str, source_id: str, target_id: str, max_hops: int = 4,
-                  database: str | None = None) -> list[dict[str, Any]]:
+                  database: str | None = None) -> list[Entity]:
     """Entities on one shortest RELATED path (both ends included), or [] when none within max_hops.
 
     Among equally short paths the one with the lexicographically smallest id sequence is
@@ -324,10 +331,10 @@ def shortest_path(driver: Driver, namespace: str, source_id: str, target_id: str
     """
     if not 1 <= max_hops <= 6:
         raise BadInputError("maxHops must be between 1 and 6", field="maxHops", limit=6)
-    get_entity(driver, namespace, source_id, database)
+    source = get_entity(driver, namespace, source_id, database)
     get_entity(driver, namespace, target_id, database)
-    if source_id == target_id:
-        return [get_entity(driver, namespace, source_id, database)]
+    if source_id == target_id:  # the path's one entity, as every path lists them (without the mention count)
+        return [Entity.model_validate(source.model_dump(exclude={"mentions"}))]
     records, _, _ = driver.execute_query(
         "MATCH (a:Entity {namespace: $ns, id: $a}), (b:Entity {namespace: $ns, id: $b}) "
         f"MATCH p = ALL SHORTEST (a)-[:RELATED]-{{1,{int(max_hops)}}}(b) "
@@ -336,10 +343,10 @@ def shortest_path(driver: Driver, namespace: str, source_id: str, target_id: str
         f"RETURN [n IN nodes(p) | {_entity_map('n')}] AS path",
         ns=namespace, a=source_id, b=target_id, database_=database, routing_="r",
     )
-    return [] if not records else [dict(n) for n in records[0]["path"]]
+    return [] if not records else [_entity(n) for n in records[0]["path"]]
 
 
-def top_entities(driver: Driver, namespace: str, first: int = 20, database: str | None = None) -> list[dict[str, Any]]:
+def top_entities(driver: Driver, namespace: str, first: int = 20, database: str | None = None) -> list[Entity]:
     """Entities by global PageRank (as last written by the worker), then id."""
     check_first(first)
     records, _, _ = driver.execute_query(
@@ -347,4 +354,4 @@ def top_entities(driver: Driver, namespace: str, first: int = 20, database: str 
         "ORDER BY e.pagerank DESC, e.id LIMIT $first",
         ns=namespace, first=first, database_=database, routing_="r",
     )
-    return [dict(r["e"]) for r in records]
+    return [_entity(r["e"]) for r in records]

@@ -63,7 +63,7 @@ from palimpsest.graph.claims.revisions import optional_datetime, to_py_datetime
 from palimpsest.graph.claims.visibility import current_at, windows_overlap
 from palimpsest.graph.knowledge.entities import RELATED_RECOUNT, check_first
 from palimpsest.schema.errors import BadInputError
-from palimpsest.schema.models import Belief, iso
+from palimpsest.schema.models import Belief, Fact, iso
 
 
 @dataclass(frozen=True)
@@ -431,15 +431,17 @@ _FACT_FIELDS = (
 )
 
 
-def _fact_row(record: Any) -> dict[str, Any]:
+def _fact(record: Any) -> Fact:
+    """The one conversion of a `_FACT_FIELDS` record: Neo4j datetimes as ISO-8601 UTC strings, as a
+    Belief has them, and the supporting claim ids."""
     row = dict(record["f"])
     for key in ("valid_from", "valid_to", "recorded_at"):
         row[key] = iso(optional_datetime(row[key]))
-    return row | {"supported_by": list(record["supported_by"])}
+    return Fact.model_validate(row | {"supported_by": list(record["supported_by"])})
 
 
 def list_facts(driver: Driver, namespace: str, *, entity_id: str | None = None, include_superseded: bool = False,
-               first: int = 100, database: str | None = None) -> list[dict[str, Any]]:
+               first: int = 100, database: str | None = None) -> list[Fact]:
     """Facts of a namespace (optionally those whose subject or object is `entity_id`), as stored now:
     newest revision first, then id, with their supporting claim ids."""
     if entity_id is not None:
@@ -451,16 +453,16 @@ def list_facts(driver: Driver, namespace: str, *, entity_id: str | None = None, 
         f"WITH f ORDER BY f.revision DESC, f.id LIMIT $first RETURN {_FACT_FIELDS}",
         ns=namespace, all=include_superseded, first=first, database_=database, routing_="r",
     )
-    return [_fact_row(r) for r in records]
+    return [_fact(r) for r in records]
 
 
 def facts_of(driver: Driver, namespace: str, entity_ids: Sequence[str], *, include_superseded: bool = False,
-             first: int = 100, database: str | None = None) -> dict[str, list[dict[str, Any]]]:
+             first: int = 100, database: str | None = None) -> dict[str, list[Fact]]:
     """`list_facts(entity_id=…)` of many entities in one round trip (for a DataLoader): id -> the facts
     with it as subject or object, newest revision first, then id, at most `first` per entity."""
     check_first(first)
     wanted = sorted(set(entity_ids))
-    out: dict[str, list[dict[str, Any]]] = {eid: [] for eid in wanted}
+    out: dict[str, list[Fact]] = {eid: [] for eid in wanted}
     if not wanted:
         return out
     records, _, _ = driver.execute_query(
@@ -474,7 +476,7 @@ def facts_of(driver: Driver, namespace: str, entity_ids: Sequence[str], *, inclu
         ids=wanted, ns=namespace, all=include_superseded, first=first, database_=database, routing_="r",
     )
     for r in records:
-        out[r["eid"]].append(_fact_row(r))
+        out[r["eid"]].append(_fact(r))
     for rows in out.values():  # newest first, whatever order the rows came back in
-        rows.sort(key=lambda f: (-int(f["revision"] or 0), f["id"]))
+        rows.sort(key=lambda f: (-(f.revision or 0), f.id))
     return out

@@ -6,6 +6,9 @@ from typing import Any
 
 import pytest
 
+from palimpsest.api.memory import Memory
+from palimpsest.schema.models import Entity, EntityDetail, EntityNeighbour
+
 pytestmark = pytest.mark.integration
 
 # A two-hop chain: the query names "Lena Vogt"; only the bridge claim names her *and* Harrow
@@ -77,22 +80,30 @@ def test_recall_creates_no_gds_catalog_entry(memory: Any, driver: Any, runtime: 
         r["graphName"] for r in before}
 
 
-def test_entity_graph_queries(memory: Any) -> None:
+def test_entity_graph_queries(memory: Memory) -> None:
     _setup(memory)
     lena = memory.find_entities("lena VOGT")
     regatta = memory.find_entities("Kestrel Regatta")
     assert len(lena) == 1 and len(regatta) == 1
-    path = memory.entity_path(lena[0]["id"], regatta[0]["id"], max_hops=3)
-    assert [p["canonical"] for p in path] == ["lena vogt", "harrow lake", "kestrel regatta"]
-    assert memory.entity_path(lena[0]["id"], regatta[0]["id"], max_hops=1) == []
-    neighbours = memory.entity_neighbours(lena[0]["id"], first=5)
-    assert [n["canonical"] for n in neighbours] == ["harrow lake"]
-    assert neighbours[0]["weight"] == 1.0
+    assert type(lena[0]) is Entity and lena[0].name == "Lena Vogt" and lena[0].canonical == "lena vogt"
+    path = memory.entity_path(lena[0].id, regatta[0].id, max_hops=3)
+    assert all(type(p) is Entity for p in path)
+    assert [p.canonical for p in path] == ["lena vogt", "harrow lake", "kestrel regatta"]
+    assert memory.entity_path(lena[0].id, regatta[0].id, max_hops=1) == []
+    # a path from an entity to itself is that entity, as a path lists it (no mention count)
+    assert memory.entity_path(lena[0].id, lena[0].id) == [lena[0]]
+    neighbours = memory.entity_neighbours(lena[0].id, first=5)
+    assert all(isinstance(n, EntityNeighbour) for n in neighbours)
+    assert [n.canonical for n in neighbours] == ["harrow lake"]
+    assert neighbours[0].weight == 1.0
+    assert memory.entity_neighbours_many([lena[0].id, "no-such-entity"], first=5) == {
+        lena[0].id: neighbours, "no-such-entity": []}
     assert memory.refresh_pagerank(force=True)
     top = memory.top_entities(first=3)
-    assert len(top) == 3
-    assert [t["pagerank"] for t in top] == sorted((t["pagerank"] for t in top), reverse=True)
+    assert len(top) == 3 and all(type(t) is Entity and t.pagerank is not None for t in top)
+    assert [t.pagerank for t in top] == sorted((t.pagerank or 0.0 for t in top), reverse=True)
     # the bridge entity (two RELATED edges) outranks a leaf
-    assert top[0]["canonical"] == "harrow lake"
-    entity = memory.entity(lena[0]["id"])
-    assert entity["mentions"] == 1
+    assert top[0].canonical == "harrow lake"
+    entity = memory.entity(lena[0].id)
+    assert isinstance(entity, EntityDetail) and entity.mentions == 1
+    assert entity.model_dump(exclude={"mentions", "pagerank"}) == lena[0].model_dump(exclude={"pagerank"})

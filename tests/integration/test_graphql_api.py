@@ -371,13 +371,26 @@ def test_entity_graph_fields(client: TestClient, runtime: Any, tenants: tuple[st
     top = gql(client, "{ topEntities(first: 10) { id name pagerank } }")["data"]["topEntities"]
     names = [e["name"] for e in top]
     assert "payments-db" in names and all(e["pagerank"] is not None for e in top)
-    by_name = gql(client, """{ entity(name: "checkout-api") { id name neighbors(first: 5) { name weight } } }""")
+    assert [(e["id"], e["name"], e["pagerank"]) for e in top] == [
+        (e.id, e.name, e.pagerank) for e in mem.top_entities(10)]
+    by_name = gql(client, """{ entity(name: "checkout-api") { id name canonical aliases type weight
+        neighbors(first: 5) { id name weight } } }""")
     ent = by_name["data"]["entity"]
     assert {n["name"] for n in ent["neighbors"]} >= {"payments-db", "search-api"}
+    # The GraphQL entity is the Memory one field for field; only a neighbour has a weight.
+    detail = mem.entity(ent["id"])
+    assert (ent["name"], ent["canonical"], ent["aliases"], ent["type"], ent["weight"]) == (
+        detail.name, detail.canonical, detail.aliases, detail.type, None)
+    assert [(n["id"], n["weight"]) for n in ent["neighbors"]] == [
+        (n.id, n.weight) for n in mem.entity_neighbours(ent["id"], first=5)]
+    by_id = gql(client, """query($id: String!) { entity(id: $id) { id name } }""", id=ent["id"])
+    assert by_id["data"]["entity"] == {"id": ent["id"], "name": "checkout-api"}
     ledger = next(e for e in top if e["name"] == "ledger-store")
-    path = gql(client, """query($a: String!, $b: String!) { path(from: $a, to: $b, maxHops: 3) { name } }""",
+    path = gql(client, """query($a: String!, $b: String!) { path(from: $a, to: $b, maxHops: 3) { id name weight } }""",
                a=ent["id"], b=ledger["id"])["data"]["path"]
     assert [p["name"] for p in path] == ["checkout-api", "payments-db", "ledger-store"]
+    assert [p["id"] for p in path] == [e.id for e in mem.entity_path(ent["id"], ledger["id"], 3)]
+    assert all(p["weight"] is None for p in path)
     assert codes(gql(client, """query($ns: String) { topEntities(namespace: $ns) { id } }""", ns=ns_b)) == [
         "FORBIDDEN"]
     assert codes(gql(client, "{ entity { id } }")) == ["BAD_INPUT"]

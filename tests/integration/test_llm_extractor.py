@@ -19,7 +19,7 @@ from palimpsest.api.worker import WorkerConfig
 from palimpsest.extraction.entities import ClaimText, KnownEntity, LlmExtractor, LlmExtractorOptions, build_matcher
 from palimpsest.extraction.llm_client import RateLimiter
 from palimpsest.graph.knowledge.facts import packet_beliefs
-from palimpsest.schema.models import DEFAULT_POLICY, Policy
+from palimpsest.schema.models import DEFAULT_POLICY, Fact, Policy
 
 MARA = "Mara Quint joined Northwind Traders as head of data."
 MOVE = "She moved to Berlin in February 2026."
@@ -171,12 +171,17 @@ def test_worker_stores_llm_entities_and_facts(memory: Any, driver: Any) -> None:
         "MATCH (c:Claim {namespace: $ns, id: $id})-[:MENTIONS]->(e:Entity) RETURN e.canonical AS k ORDER BY k",
         ns=ns, id=move_id)
     assert [r["k"] for r in records] == ["berlin", "mara quint"]
-    facts = {(f["subject"], f["predicate"], f["object"]): f for f in memory.facts()}
+    facts = {(f.subject, f.predicate, f.object): f for f in memory.facts()}
+    assert all(type(f) is Fact and f.status == "current" for f in facts.values())
     assert set(facts) == {("Mara Quint", "works_at", "Northwind Traders"), ("Mara Quint", "lives_in", "Berlin"),
                           ("db-9", "replaces", "db-7")}
     lives = facts[("Mara Quint", "lives_in", "Berlin")]
-    assert lives["valid_from"] == "2026-02-01T00:00:00Z" and lives["supported_by"] == [move_id]
-    assert lives["subject_id"] == ents["mara quint"][1] and lives["object_id"] == ents["berlin"][1]
+    assert lives.valid_from == "2026-02-01T00:00:00Z" and lives.supported_by == [move_id]
+    assert lives.subject_id == ents["mara quint"][1] and lives.object_id == ents["berlin"][1]
+    # the same facts, by entity, in one round trip: each under its subject and under an entity object
+    by_entity = memory.facts_many([ents["mara quint"][1], ents["berlin"][1]])
+    assert {f.id for f in by_entity[ents["mara quint"][1]]} == {facts[k].id for k in facts if k[0] == "Mara Quint"}
+    assert by_entity[ents["berlin"][1]] == [lives] == memory.facts(ents["berlin"][1])
     # RELATED = co-mentions + facts: one claim names both, one fact links them
     records, _, _ = driver.execute_query(
         "MATCH (a:Entity {namespace: $ns, canonical: 'mara quint'})-[r:RELATED]-"
@@ -190,7 +195,8 @@ def test_worker_stores_llm_entities_and_facts(memory: Any, driver: Any) -> None:
 
 
 @pytest.mark.integration
-def test_worker_supersedes_adds_support_and_a_rerun_changes_nothing(memory: Any, driver: Any) -> None:
+def test_worker_supersedes_adds_support_and_a_rerun_changes_nothing(memory: Any, driver: Any,
+                                                                   runtime: Any) -> None:
     ns = memory.namespace
 
     def lives(city: str, p: float) -> dict[str, Any]:
@@ -211,10 +217,29 @@ def test_worker_supersedes_adds_support_and_a_rerun_changes_nothing(memory: Any,
     third = memory.run_projections(cfg)
     assert third.facts_created == 0 and third.fact_supports_created == 1
     current = memory.facts()
-    assert [(f["object"], f["confidence"]) for f in current] == [("Lisbon", pytest.approx(1 - 0.4 * 0.5))]
-    history = {f["object"]: f for f in memory.facts(include_superseded=True)}
-    assert history["Berlin"]["status"] == "superseded" and history["Berlin"]["superseded_by"] == current[0]["id"]
-    assert history["Berlin"]["valid_to"] is not None
+    assert [(f.object, f.confidence) for f in current] == [("Lisbon", pytest.approx(1 - 0.4 * 0.5))]
+    history = {f.object: f for f in memory.facts(include_superseded=True)}
+    assert history["Berlin"].status == "superseded" and history["Berlin"].superseded_by == current[0].id
+    assert history["Berlin"].superseded_at_revision == history["Lisbon"].revision
+    assert history["Berlin"].valid_to is not None
+    assert history["Lisbon"].superseded_by is None and history["Lisbon"].superseded_at_revision is None
+    # GraphQL's Fact is derived from the model: the superseded fact names its successor there too.
+    from fastapi.testclient import TestClient
+
+    from palimpsest.api.app import create_app
+    from palimpsest.api.auth import KeyStore, hash_key
+
+    keys = KeyStore.from_json(json.dumps([{"name": "a", "sha256": hash_key("k-a"),
+                                           "namespaces": {ns: ["read"]}}]))
+    with TestClient(create_app(runtime, keys=keys)) as client:
+        body = client.post("/graphql", headers={"Authorization": "Bearer k-a"}, json={"query": """
+            query($ns: String!) { entity(namespace: $ns, name: "Mara Quint") {
+              facts(includeSuperseded: true) { id object status supersededBy supersededAtRevision } } }""",
+            "variables": {"ns": ns}}).json()
+    assert "errors" not in body, body
+    assert {f["object"]: (f["id"], f["status"], f["supersededBy"], f["supersededAtRevision"])
+            for f in body["data"]["entity"]["facts"]} == {
+        f.object: (f.id, f.status, f.superseded_by, f.superseded_at_revision) for f in history.values()}
 
     def snapshot() -> tuple[Any, ...]:
         records, _, _ = driver.execute_query(

@@ -185,11 +185,12 @@ def test_neighbours_and_facts_batch_per_level(client: TestClient, runtime: Any, 
     for entity in top:
         one = Memory(runtime, namespace)
         want = real_n(one, [entity["id"]], 5)[entity["id"]]
-        assert [n["id"] for n in entity["neighbors"]] == [w["id"] for w in want]
+        assert [n["id"] for n in entity["neighbors"]] == [w.id for w in want]
+        assert [n["weight"] for n in entity["neighbors"]] == [w.weight for w in want]
         assert [n["weight"] for n in entity["neighbors"]] == sorted((n["weight"] for n in entity["neighbors"]),
                                                                     reverse=True)
     hub = next(e for e in top if e["id"] == f"{namespace}-e0")
-    expected = [f["id"] for f in Memory(runtime, namespace).facts(hub["id"], first=2)]
+    expected = [f.id for f in Memory(runtime, namespace).facts(hub["id"], first=2)]
     assert [f["id"] for f in hub["facts"]] == expected and len(expected) == 2
 
 
