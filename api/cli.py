@@ -7,6 +7,7 @@ graph.db.local_server), so `--help`, an input error or `history` does not pay fo
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import os
 import sys
@@ -75,6 +76,50 @@ class PlainUsage(TyperCommand):
             else:
                 pieces.extend(param.get_usage_pieces(ctx))
         return pieces
+
+
+class LateHelp(PlainUsage):
+    """A command whose help ends with a list read from the code it describes, when the help is shown.
+
+    A list kept by hand in a docstring drifts from what it lists (`mcp --help` once named 4 of the 7
+    tools the server serves). Reading it at help time keeps it true, and only the person who asked for
+    this command's help pays for the import that takes.
+    """
+
+    def late_help(self) -> str:
+        raise NotImplementedError
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        if not getattr(self, "_late_help_added", False):
+            self.help = f"{self.help or ''}\n\n{self.late_help()}"
+            self._late_help_added = True
+        super().format_help(ctx, formatter)
+
+
+class McpHelp(LateHelp):
+    """`mcp --help` names every tool the server registers (api.mcp_server.served_tools), with its first sentence."""
+
+    def late_help(self) -> str:
+        from rich.markup import escape
+
+        _lean_driver()
+        from palimpsest.api.mcp_server import served_tools
+
+        tools = served_tools()
+        lines = [f"  {name}: {escape(description.split('. ')[0].rstrip('.'))}." for name, description in tools]
+        return f"Tools served ({len(tools)}):\n" + "\n".join(lines)
+
+
+class IngestHelp(LateHelp):
+    """`ingest --help` names the fields a line may hold: those of schema.models.ClaimInput, whatever they become."""
+
+    def late_help(self) -> str:
+        from palimpsest.schema.models import ClaimInput
+
+        fields = ClaimInput.model_fields
+        required = [name for name, f in fields.items() if f.is_required()]
+        optional = [name for name in fields if name not in required]
+        return f"Fields of a line: {', '.join(required)} (required); {', '.join(optional)}."
 
 
 def _fail(message: str) -> None:
@@ -249,20 +294,21 @@ def listening_line(host: str, port: int) -> str:
     return f"{line}, Neo4j at {uri}"
 
 
-@app.command("mcp")
+@app.command("mcp", cls=McpHelp)
 def mcp_cmd(
     namespace: Namespace = "default",
     transport: Annotated[str, typer.Option(help="stdio or http")] = "stdio",
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8001,
 ) -> None:
-    """Serve the MCP tools remember / recall / history / retract for one namespace.
+    """Serve one namespace's memory as MCP tools, over stdio or HTTP.
 
     Over HTTP every request needs an API key with rights on the namespace, as GraphQL does
     (PALIMPSEST_API_KEYS_FILE / PALIMPSEST_API_KEYS); with none configured it runs in local mode.
     """
     if transport not in {"stdio", "http"}:
         _fail("transport must be 'stdio' or 'http'")
+    _lean_driver()
     from palimpsest.api.mcp_server import build_mcp, http_app
 
     if transport == "stdio":
@@ -299,68 +345,198 @@ Namespace = Annotated[str, typer.Option("--namespace", "-n", envvar="PALIMPSEST_
                                          callback=_check_namespace)]
 
 
-def _memory(namespace: str) -> Memory:
+def _memory(namespace: str, *, must_exist: bool = False) -> Memory:
+    """The namespace's Memory, connected (the schema migrated), or exit 1 saying why not.
+
+    `must_exist`: for commands that read (recall, ask, stats, retract) an unknown namespace is an error,
+    and it is asked of the store here, before any command loads the embedding model: a mistyped
+    namespace was reported after 20-odd seconds of loading torch on a busy machine, not at once.
+    """
     _lean_driver()
     from palimpsest.api.memory import Memory
 
     try:
-        return Memory.from_env(namespace)
+        mem = Memory.from_env(namespace)
     except PalimpsestError as exc:
         _fail(exc.message)
         raise
+    if must_exist:
+        try:
+            mem.require_namespace()
+        except PalimpsestError as exc:
+            mem.close()
+            _fail(f"{exc.code} ({exc.field}): {exc.message}")
+    return mem
 
 
 MAX_FAILURES_SHOWN = 20  # ingest lists this many failed lines, then how many more
 
 
-@app.command("ingest", cls=PlainUsage)
+def line_keys(lines: list[tuple[int, str]]) -> dict[int, str]:
+    """The default idempotency key of each numbered line: what makes `ingest` safe to run again.
+
+    `jsonl:` and the SHA-256 of the line's text as written (surrounding whitespace aside), so the same
+    file gives the same keys on every run, wherever it is and whatever the batch size: a line stored by
+    an interrupted run is recognised, not written twice (the store returns its earlier claim). A line
+    that repeats an earlier one of the file gets `#2`, `#3`… after it: a file may state the same claim
+    twice on purpose (a key set back to an earlier value), and each occurrence stays a claim of its own.
+    A line's own `idempotency_key` field is used instead (`ingest` applies this only where it has none).
+    """
+    seen: dict[str, int] = {}
+    keys: dict[int, str] = {}
+    for line_no, line in lines:
+        digest = hashlib.sha256(line.strip().encode("utf-8")).hexdigest()
+        seen[digest] = seen.get(digest, 0) + 1
+        keys[line_no] = f"jsonl:{digest}" + (f"#{seen[digest]}" if seen[digest] > 1 else "")
+    return keys
+
+
+class CommitGate:
+    """Ctrl-C during `ingest`: at once while a batch is being read or embedded, never mid-commit.
+
+    A batch is one write transaction. Interrupted inside the driver's commit, the command could not
+    know whether the batch was stored, and could not say what was. So while a batch is being written
+    SIGINT is noted, and raised once the write has returned and been counted; a second Ctrl-C stops at
+    once, and the message then says that batch may or may not be stored. Outside a write, SIGINT is
+    Python's own KeyboardInterrupt: nothing of the batch in hand was sent.
+    """
+
+    def __init__(self) -> None:
+        self.committing = False
+        self.pending = False
+        self._installed = False
+        self._previous: Any = None
+
+    def __enter__(self) -> CommitGate:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():  # signal handlers live in the main thread
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+            self._installed = False
+
+    def _on_sigint(self, signum: int, frame: object) -> None:
+        if self.committing and not self.pending:
+            self.pending = True
+            console.print("[yellow]stopping after the batch being committed (Ctrl-C again stops at once)[/]")
+            return
+        raise KeyboardInterrupt
+
+    def begin_commit(self) -> None:
+        self.committing = True
+
+    def end_commit(self) -> None:
+        """The batch is counted: stop here if Ctrl-C was pressed during its write."""
+        self.committing = False
+        if self.pending:
+            raise KeyboardInterrupt
+
+
+@app.command("ingest", cls=IngestHelp)
 def ingest_cmd(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, metavar="FILE",
                                          help="JSON Lines, one claim per line")],
     namespace: Namespace = "default",
     batch: Annotated[int, typer.Option(min=1, max=limits.MAX_BATCH_ITEMS, help="claims per write transaction")] = 256,
 ) -> None:
-    """Ingest claims from a .jsonl file (content, source, claim_key, tau, valid_from, valid_to, metadata).
+    """Ingest claims from a .jsonl file, one JSON object per line; safe to run again.
 
     valid_from / valid_to: ISO-8601 with a zone, or 2017-07-25 / 2017-07 / "2017" (UTC); see docs/dates.md.
     Blank lines are skipped; failures name the file's own line numbers.
+
+    Safe to run again: a line without its own idempotency_key gets one made from its text as written
+    (jsonl:SHA-256 of the line; #2, #3… for a repeat of an earlier line of the file), so a line stored
+    by an earlier run is not written twice. A line's own idempotency_key is used as given.
+    Each batch is one transaction. Ctrl-C stops after the batch being committed and says through
+    which line the file is stored (exit 130); running the same command again continues safely.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     numbered = [(no, ln) for no, ln in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1)
                 if ln.strip()]
+    keys = line_keys(numbered)
     failures: dict[int, str] = {}
-    written = 0
-    with _memory(namespace) as mem, Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                             TimeElapsedColumn(), console=console) as progress:
-        task = progress.add_task("ingesting", total=len(numbered))
+    written = replayed = committed = 0  # committed: lines of the batches whose transaction returned
+    through = 0  # the file's line number the last committed batch ended with
+    in_flight: tuple[int, int] | None = None  # the first and last line of a batch being written
+    gate = CommitGate()
+    try:
+        with gate, _memory(namespace) as mem, Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                console=console) as progress:
+            task = progress.add_task("ingesting", total=len(numbered))
+            for start in range(0, len(numbered), batch):
+                chunk = numbered[start:start + batch]
+                items: list[dict[str, Any]] = []
+                line_of: list[int] = []  # items[i] came from line line_of[i]
+                for line_no, line in chunk:
+                    try:
+                        item = json.loads(line)
+                        if not isinstance(item, dict):
+                            raise ValueError("each line must be a JSON object")
+                    except ValueError as exc:
+                        failures[line_no] = f"invalid JSON: {exc}"
+                        progress.advance(task, 1)
+                        continue
+                    if item.get("idempotency_key") is None:
+                        item["idempotency_key"] = keys[line_no]
+                    items.append(item)
+                    line_of.append(line_no)
+                # A line stored by an earlier run (its default key is held) is counted, not embedded again:
+                # the write would only return its claim. A line's own key still goes to the write, which
+                # tells a replay from other content under a reused key.
+                stored = mem.stored_idempotency_keys([keys[no] for no in line_of]) if line_of else set()
+                if stored:
+                    kept = [(item, no) for item, no in zip(items, line_of, strict=True) if keys[no] not in stored
+                            or item["idempotency_key"] != keys[no]]
+                    replayed_here = len(items) - len(kept)
+                    replayed += replayed_here
+                    progress.advance(task, replayed_here)
+                    items, line_of = [item for item, _ in kept], [no for _, no in kept]
+                if items:
+                    done = 0
 
-        def advance(n: int) -> None:
-            progress.advance(task, n)
+                    def advance(n: int, expected: int = len(items),
+                                lines: tuple[int, int] = (chunk[0][0], chunk[-1][0])) -> None:
+                        nonlocal done, in_flight
+                        progress.advance(task, n)
+                        done += n
+                        if done >= expected:  # every item embedded or refused: what remains is the write
+                            in_flight = lines
+                            gate.begin_commit()
 
-        for start in range(0, len(numbered), batch):
-            items: list[dict[str, Any]] = []
-            line_of: list[int] = []  # items[i] came from line line_of[i]
-            for line_no, line in numbered[start:start + batch]:
-                try:
-                    item = json.loads(line)
-                    if not isinstance(item, dict):
-                        raise ValueError("each line must be a JSON object")
-                except ValueError as exc:
-                    failures[line_no] = f"invalid JSON: {exc}"
-                    advance(1)
-                    continue
-                items.append(item)
-                line_of.append(line_no)
-            if not items:
-                continue
-            result = mem.ingest_many(items, on_progress=advance)
-            for it in result.items:
-                if it.ok:
-                    written += 1
-                elif it.error:
-                    failures[line_of[it.index]] = describe_error(it.error)
-    console.print(f"ingested {written} of {len(numbered)} claims into {namespace!r}; {len(failures)} failed")
+                    result = mem.ingest_many(items, on_progress=advance)
+                    for it in result.items:
+                        if it.ok and it.duplicate:
+                            replayed += 1
+                        elif it.ok:
+                            written += 1
+                        elif it.error:
+                            failures[line_of[it.index]] = describe_error(it.error)
+                committed += len(chunk)
+                through = chunk[-1][0]
+                in_flight = None
+                gate.end_commit()
+    except KeyboardInterrupt:
+        _report_stopped("interrupted", namespace, len(numbered), committed, through, written, replayed,
+                        sum(1 for no in failures if no <= through), in_flight)
+        raise typer.Exit(code=130) from None
+    except PalimpsestError as exc:  # the database went away, a deadline passed: say what is stored
+        console.print(f"[bold red]error:[/] {exc.code}: {exc.message}", soft_wrap=True)
+        _report_stopped("stopped", namespace, len(numbered), committed, through, written, replayed,
+                        sum(1 for no in failures if no <= through), None)
+        raise typer.Exit(code=1) from None
+    console.print(f"ingested {written + replayed} of {len(numbered)} claims into {namespace!r}"
+                  + (f" ({replayed} already stored by an earlier run, not written again)" if replayed else "")
+                  + f"; {len(failures)} failed")
     shown = sorted(failures)[:MAX_FAILURES_SHOWN]
     for line_no in shown:
         console.print(f"  line {line_no}: {failures[line_no]}", soft_wrap=True, markup=False)
@@ -368,6 +544,27 @@ def ingest_cmd(
         console.print(f"  and {len(failures) - len(shown)} more")
     if failures:
         raise typer.Exit(code=2)
+
+
+def _report_stopped(what: str, namespace: str, total: int, committed: int, through: int, written: int,
+                    replayed: int, failed: int, in_flight: tuple[int, int] | None) -> None:
+    """What a stopped `ingest` leaves behind, exactly: the batches whose transaction returned.
+
+    `in_flight`: the lines of a batch whose write a second Ctrl-C cut short; whether it committed is
+    unknown, and the message says so rather than guess.
+    """
+    last = in_flight[1] if in_flight else through
+    if committed:
+        console.print(f"{what}: {committed} of {total} lines committed into {namespace!r}, through line {through} "
+                      f"({written} claims written, {replayed} already stored, {failed} failed).", markup=False)
+    else:
+        console.print(f"{what}: 0 of {total} lines committed into {namespace!r}.", markup=False)
+    if in_flight is not None:
+        console.print(f"Lines {in_flight[0]}-{in_flight[1]} were being committed when stopped: they may or may "
+                      "not be stored.", markup=False)
+    console.print((f"Nothing after line {last} was written. " if last else "Nothing was written. ")
+                  + "Running the same command again continues safely: lines already stored are recognised by "
+                  "their idempotency keys and not written twice.", markup=False)
 
 
 def describe_error(error: dict[str, Any]) -> str:
@@ -397,7 +594,7 @@ def recall_cmd(
     """Recall a context packet and print it as a table (or JSON)."""
     from rich.table import Table
 
-    with _memory(namespace) as mem:
+    with _memory(namespace, must_exist=True) as mem:
         try:
             packet = mem.recall(query, k=k, as_of_revision=as_of_revision, valid_at=valid_at, policy_version=policy,
                                 explain=explain)
@@ -461,7 +658,7 @@ def recall_rounds_cmd(
     """Recall with the offline second round (no model): the query expanded by what round 1 found, fused."""
     from rich.table import Table
 
-    with _memory(namespace) as mem:
+    with _memory(namespace, must_exist=True) as mem:
         try:
             res = mem.recall_rounds(query, rounds=rounds, k=k, as_of_revision=as_of_revision, valid_at=valid_at,
                                     policy_version=policy)
@@ -503,8 +700,13 @@ def ask_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Answer a question from memory through an LLM reader, with the claims the answer rests on."""
-    with _memory(namespace) as mem:
+    with _memory(namespace, must_exist=True) as mem:
         try:
+            # ask itself finds this after its first round, that is after loading the embedding model
+            reads_with = None if llm_model is not None or as_of_revision is not None else mem.policy(policy)
+            if reads_with is not None and not reads_with.reader_model:
+                _fail(f"BAD_INPUT (llm_model): no reader model: policy {reads_with.version!r} has no reader_model; "
+                      "pass --llm-model")
             res = mem.ask(question, llm_model=llm_model, rounds=rounds, expansion=expansion, k=k,
                           as_of_revision=as_of_revision, valid_at=valid_at, policy_version=policy)
         except PalimpsestError as exc:
@@ -571,6 +773,76 @@ def check_cmd(namespace: Namespace = "default",
         raise typer.Exit(1)
 
 
+def _check_reason(value: str) -> str:
+    """A retraction's reason, refused before connecting when Memory.retract would refuse it."""
+    if not value.strip():
+        raise typer.BadParameter("must not be empty: say why the claims are retracted")
+    if len(value) > limits.MAX_REASON_CHARS:
+        raise typer.BadParameter(f"must be at most {limits.MAX_REASON_CHARS} characters, got {len(value)}")
+    return value
+
+
+def _check_ids(values: list[str]) -> list[str]:
+    for value in values:
+        if not value.strip():
+            raise typer.BadParameter("a claim id must not be empty")
+    return values
+
+
+@app.command("retract", cls=PlainUsage)
+def retract_cmd(
+    ids: Annotated[list[str], typer.Argument(metavar="ID...", help="claim ids to retract (as recall and history "
+                                                                   "print them)", callback=_check_ids)],
+    reason: Annotated[str, typer.Option(help="why (kept on each claim; shown by history)", callback=_check_reason)],
+    namespace: Namespace = "default",
+    as_json: Annotated[bool, typer.Option("--json", help="print each result as a JSON line")] = False,
+) -> None:
+    """Retract claims: they stop being recalled, and what each had replaced is current again.
+
+    One transaction (one store revision) per claim, in the order given; a claim that cannot be
+    retracted (unknown id, already retracted) is reported and the others still are. Exit 1 if any
+    failed. History keeps retracted claims; to remove content for good, use `erase`.
+    """
+    failed = 0
+    with _memory(namespace, must_exist=True) as mem:
+        for claim_id in ids:
+            try:
+                result = mem.retract(claim_id, reason)
+            except PalimpsestError as exc:
+                failed += 1
+                console.print(f"[bold red]error:[/] {claim_id}: {exc.code} ({exc.field}): {exc.message}",
+                              soft_wrap=True)
+                continue
+            if as_json:
+                print(result.model_dump_json(), flush=True)
+            else:
+                print(f"retracted {result.id} at revision {result.revision}"
+                      + (f"; {result.restored} is current again" if result.restored else ""), flush=True)
+    console.print(f"retracted {len(ids) - failed} of {len(ids)} claims in {namespace!r}", markup=False)
+    if failed:
+        raise typer.Exit(code=1)
+
+
+@app.command("stats")
+def stats_cmd(namespace: Namespace = "default",
+              as_json: Annotated[bool, typer.Option("--json", help="print the counts as JSON")] = False) -> None:
+    """The namespace's store revision, how far the projections have caught up, and its claims by status."""
+    with _memory(namespace, must_exist=True) as mem:
+        try:
+            stats = mem.stats()
+        except PalimpsestError as exc:
+            _fail(f"{exc.code} ({exc.field}): {exc.message}")
+            return
+    if as_json:
+        print(stats.model_dump_json())
+        return
+    behind = stats.revision - stats.projections_seq
+    print(f"namespace {stats.namespace}: revision {stats.revision}; projections at revision {stats.projections_seq}"
+          + (f" ({behind} behind: `palimpsest worker` catches up)" if behind > 0 else " (up to date)"))
+    counts = ", ".join(f"{status} {n}" for status, n in stats.claims_by_status.items())
+    print(f"claims: {sum(stats.claims_by_status.values())}" + (f" ({counts})" if counts else ""))
+
+
 def _metadata_filter(pairs: list[str] | None) -> dict[str, object] | None:
     """`KEY=VALUE` options as a metadata filter; VALUE is read as JSON when it parses (`n=3`, `ok=true`)."""
     if not pairs:
@@ -599,8 +871,10 @@ def erase_cmd(
     batch: Annotated[int, typer.Option(min=1, max=500, help="claims per transaction (one revision each)")] = 100,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
-    """Erase claims for good (by ids, or by --source and/or --metadata): content, embedding and what was
-    derived from them go; a tombstone stays. What they had superseded is restored, as by a retraction."""
+    """Erase claims for good, by ids or by --source and/or --metadata; a tombstone stays.
+
+    Content, embedding and what was derived from them go. What they had superseded is restored, as by a
+    retraction (`retract` keeps the content, for mistakes rather than data that must go)."""
     with _memory(namespace) as mem:
         try:
             result = mem.erase(ids or None, source=source, metadata=_metadata_filter(metadata), reason=reason,
@@ -657,8 +931,10 @@ def import_cmd(
                                                         "file's history after its own (docs/EXPORT.md)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
-    """Import an export file into a namespace: `palimpsest import -n NS < ns.jsonl`. All or nothing: a bad
-    line (named in the error), a non-empty namespace without --remap or a conflict writes nothing."""
+    """Import an export file into a namespace: `palimpsest import -n NS < ns.jsonl`.
+
+    All or nothing: a bad line (named in the error), a non-empty namespace without --remap or a conflict
+    writes nothing."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     source = file.open(encoding="utf-8") if file else sys.stdin
@@ -745,7 +1021,10 @@ def worker_cmd(
         help="store claims' sentence vectors for `rerank: sentences`: 'auto' (when the namespace's default "
              "policy reranks by sentences), 'always' or 'never'")] = "auto",
 ) -> None:
-    """Run the background projections (contradiction detection) as its own process.
+    """Run the background projections as their own process (contradictions, entities, facts, inferences).
+
+    A pass detects contradictions, extracts entities and facts, infers supersessions, refreshes PageRank
+    and stores sentence vectors, as the namespace's policy asks.
 
     Prints one JSON line per namespace pass that processed something; with --once, exits 0
     after one pass (1 if a pass failed). Ctrl-C stops the loop cleanly between passes.

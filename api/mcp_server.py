@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, cast
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -151,6 +151,30 @@ def build_mcp(memory: Memory, *, keys: KeyStore | None = None) -> MCPServer:
         return result
 
     return server
+
+
+class _NoMemory:
+    """The memory of a server built only to read its tool registry (`served_tools`): a tool call fails.
+
+    `build_mcp` touches its memory only inside the tools, so the registry can be read without a database.
+    """
+
+    namespace = "-"
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"a server built to list its tools has no memory (asked for {name!r})")
+
+
+def served_tools() -> list[tuple[str, str]]:
+    """(name, description) of every tool `build_mcp` registers, read from the server's own registry.
+
+    `palimpsest mcp --help` lists these, so its help names what the server serves however the tools
+    change; nothing connects and no model loads.
+    """
+    import asyncio
+
+    server = build_mcp(cast(Memory, _NoMemory()))
+    return [(tool.name, tool.description or "") for tool in asyncio.run(server.list_tools())]
 
 
 class KeyGuard:

@@ -224,6 +224,16 @@ class Memory:
             revision = self._revision_or_zero()
         return IngestResult(revision=revision, items=[results[i] for i in sorted(results)])
 
+    def stored_idempotency_keys(self, keys: Sequence[str]) -> set[str]:
+        """Which of `keys` are already held by a claim here. A caller re-sending inputs it may have sent
+        before (`palimpsest ingest` run again) skips embedding those whose key it made from the input
+        itself: the write would return the earlier claim anyway."""
+        if len(keys) > limits.MAX_BATCH_ITEMS:
+            raise LimitExceededError(f"at most {limits.MAX_BATCH_ITEMS} keys at once, got {len(keys)}",
+                                     field="keys", limit=limits.MAX_BATCH_ITEMS)
+        return store.stored_idempotency_keys(self.rt.driver, self.namespace, [_text(k, "keys") for k in keys],
+                                             self._db)
+
     def retract(self, claim_id: str, reason: str) -> RetractResult:
         claim_id = _text(claim_id, "id")
         if not isinstance(reason, str) or not _text(reason, "reason").strip():
@@ -412,6 +422,21 @@ class Memory:
 
     def stats(self) -> StoreStats:
         return history_q.stats(self.rt.driver, self.namespace, self._db)
+
+    def require_namespace(self) -> int:
+        """The namespace's store revision; NotFoundError if nothing was ever written there.
+
+        One read of its Store node. A recall finds an unknown namespace only after embedding the query,
+        and a process that has not loaded the model yet pays seconds for that: a face that has not asks
+        this first (the CLI's recall, ask, stats and retract), so the mistake is reported at once.
+        """
+        from palimpsest.graph.projections import projections_state
+
+        state = projections_state(self.rt.driver, self.namespace, self._db)
+        if state is None:
+            raise NotFoundError(f"unknown namespace {self.namespace!r}: nothing was ever written there",
+                                field="namespace")
+        return state.revision
 
     def recall(self, query: str, *, k: int | None = None, policy_version: str | None = None,
                as_of_revision: int | None = None, valid_at: datetime | date | str | None = None,

@@ -456,6 +456,16 @@ def _version(r: Any) -> temporal.Version:
                             optional_datetime(r["valid_to"]), bool(r["correction"]))
 
 
+def stored_idempotency_keys(driver: Driver, namespace: str, keys: Sequence[str],
+                            database: str | None = None) -> set[str]:
+    """Which of `keys` a claim of the namespace already holds (one index lookup each: they are unique)."""
+    records, _, _ = driver.execute_query(
+        "UNWIND $keys AS k MATCH (c:Claim {namespace: $ns, idempotency_key: k}) RETURN k",
+        keys=list(keys), ns=namespace, database_=database, routing_="r",
+    )
+    return {str(r["k"]) for r in records}
+
+
 def retract(driver: Driver, namespace: str, claim_id: str, reason: str,
             database: str | None = None) -> RetractResult:
     with driver.session(database=database) as session:

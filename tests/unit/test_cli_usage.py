@@ -6,12 +6,13 @@ model; these tests run with no database reachable, so a command that tried would
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from palimpsest.api.cli import app, describe_error, listening_line
+from palimpsest.api.cli import app, describe_error, line_keys, listening_line
 
 
 @pytest.mark.parametrize(("argv", "usage"), [
@@ -129,10 +130,18 @@ def test_help_refusals_and_reads_import_only_what_they_use() -> None:
     import os
     import subprocess
     import sys
+    import tempfile
 
     light = [["--help"], ["history", "--help"], ["policy", "--help"], ["recall", "x", "-n", "../etc"],
-             ["history", "", "-n", "ns"], ["check", "-n", "a b"]]
-    reads = [["history", "some.key", "-n", "ns"], ["check", "-n", "ns"], ["policy", "default", "-n", "ns"]]
+             ["history", "", "-n", "ns"], ["check", "-n", "a b"], ["retract", "id1", "--reason", " ", "-n", "ns"],
+             ["stats", "-n", "a/b"], ["ingest", "--help"]]
+    claims = Path(tempfile.mkdtemp()) / "claims.jsonl"
+    claims.write_text('{"content": "The staging cluster runs 8 nodes", "source": "ops"}\n')
+    # Commands that embed (or may) meet the unreachable database before the model: the same refusal, no
+    # torch. Each once loaded the model first and reported the database (or an unknown namespace) after it.
+    reads = [["history", "some.key", "-n", "ns"], ["check", "-n", "ns"], ["policy", "default", "-n", "ns"],
+             ["recall", "x", "-n", "ns"], ["recall-rounds", "x", "-n", "ns"], ["ask", "x", "-n", "ns"],
+             ["ingest", str(claims), "-n", "ns"], ["stats", "-n", "ns"], ["retract", "id1", "--reason", "r"]]
     watched = [*_MODEL_AND_LLM, *_RECALL_AND_DETECTORS, *_CONNECTING]
     env = {**os.environ, "NEO4J_URI": "bolt://127.0.0.1:1", "PALIMPSEST_NEO4J_RETRY_S": "0.05",
            "HF_HUB_OFFLINE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -148,3 +157,57 @@ def test_help_refusals_and_reads_import_only_what_they_use() -> None:
         run = seen[" ".join(argv)]
         assert run["exit"] == 1 and "unavailable" in run["output"], (argv, run)
         assert set(run["loaded"]) == set(_CONNECTING), (argv, run["loaded"])
+
+
+def test_mcp_help_names_exactly_the_tools_the_server_serves() -> None:
+    """The help is read from the server's registry; this compares it with the registry's own listing
+    of a server built as `palimpsest mcp` builds it, so a tool added or dropped shows in both or fails."""
+    import asyncio
+
+    from palimpsest.api.mcp_server import build_mcp, served_tools
+
+    res = CliRunner().invoke(app, ["mcp", "--help"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    text = res.output.split("Tools served (", 1)[1]
+    count = int(text.split(")", 1)[0])
+    named = re.findall(r"^ {2,3}([a-z_]+): ", text.split("Options", 1)[0], flags=re.MULTILINE)  # wraps: 1 space
+    assert len(named) == count, (count, named)
+    server = build_mcp(None)  # type: ignore[arg-type]  # listing its tools never touches the memory
+    registered = sorted(tool.name for tool in asyncio.run(server.list_tools()))
+    assert sorted(named) == registered == sorted(name for name, _ in served_tools()), (named, registered)
+    assert {"remember", "recall", "recall_rounds", "ask", "history", "retract", "erase"} <= set(named)
+
+
+def test_ingest_help_names_every_field_a_line_may_hold() -> None:
+    from palimpsest.schema.models import ClaimInput
+
+    res = CliRunner().invoke(app, ["ingest", "--help"], env={"COLUMNS": "300"})
+    assert res.exit_code == 0, res.output
+    fields_line = next(line for line in res.output.splitlines() if "Fields of a line:" in line)
+    for name in ClaimInput.model_fields:
+        assert f" {name}" in fields_line, (name, fields_line)
+    assert "idempotency_key" in res.output and "exit 130" in res.output
+
+
+def test_default_idempotency_keys_are_the_lines_own_and_count_repeats() -> None:
+    """Same text, same key, wherever the line sits and whatever else the file holds; a line repeated in the
+    file keeps one claim per occurrence (a key set back to an earlier value is a write of its own)."""
+    a = '{"content": "Staging DB is pg-1", "source": "wiki", "claim_key": "staging.db"}'
+    b = '{"content": "Staging DB is pg-2", "source": "wiki", "claim_key": "staging.db"}'
+    first = line_keys([(1, a), (2, b), (3, a)])
+    assert first[1] != first[2] != first[3] != first[1]
+    assert first[3] == first[1] + "#2" and first[1].startswith("jsonl:") and len(first[3]) <= 128
+    moved = line_keys([(7, "  " + b), (9, a + "\r"), (12, a), (13, "{}")])
+    assert (moved[7], moved[9], moved[12]) == (first[2], first[1], first[3])
+
+
+def test_retract_refuses_bad_input_before_connecting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEO4J_URI", "bolt://127.0.0.1:1")
+    for argv, words in [(["retract", "id1", "--reason", "  "], "must not be empty"),
+                        (["retract", "id1", "--reason", "x" * 1001], "at most 1000 characters"),
+                        (["retract", "--reason", "r"], "Missing argument 'ID...'"),
+                        (["retract", "", "--reason", "r"], "a claim id must not be empty"),
+                        (["retract", "id1"], "Missing option '--reason'"),
+                        (["stats", "-n", "../x"], "namespace is 1-64 characters")]:
+        res = CliRunner().invoke(app, argv, env={"COLUMNS": "200"})
+        assert res.exit_code == 2 and words in res.output, (argv, res.output)
