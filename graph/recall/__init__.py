@@ -176,7 +176,7 @@ def _staged(req: RecallRequest, ranked: Ranked) -> Staged:
     policy = req.policy
     embed = (known_first(ranked.sentence_vectors, req.embed_texts)
              if ranked.sentence_vectors and req.embed_texts is not None else req.embed_texts)
-    reranked = rerank(req.query, ranked.ranking.items, policy, req.rerank_options, vector=req.vector, embed=embed)
+    reranked = rerank(req.query, ranked.ranking.items, policy, req.rerank_scorer, vector=req.vector, embed=embed)
     deduped = dedup(reranked.items, policy.dedup_jaccard, req.k)
     ran = {"ppr": ranked.ppr, "facts": policy.fact_retrieval != "none", f"rerank:{policy.rerank}": reranked.ran,
            "dedup": policy.dedup_jaccard is not None}
