@@ -22,8 +22,8 @@ valid_at). Everything that could make it depend on something else is pinned down
 The stages, each in its own module: `text` (terms and lexical scores), `candidates` (every
 statement recall runs), `pool` (what the index answers admit, and who lends to whom),
 `expansion` (Personalized PageRank), `ranking` (pure scoring), the optional stages after fusion —
-`rerank` (a cross-encoder or an LLM rescoring the fused head) and `dedup` (near-duplicates out, the
-next candidates in) — and `packet` (assembly).
+`rerank` (the fused head rescored: by a model's scores the caller hands in, or by sentence match) and
+`dedup` (near-duplicates out, the next candidates in) — and `packet` (assembly).
 """
 
 from __future__ import annotations
