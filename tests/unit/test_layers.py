@@ -101,8 +101,8 @@ def imports(module: str, path: Path) -> list[Import]:
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and _type_checking(node.test):
-            for child in node.orelse:
-                visit(child)
+            for branch in node.orelse:
+                visit(branch)
             return
         if isinstance(node, ast.Import):
             found.extend(Import(module, alias.name, node.lineno) for alias in node.names)
