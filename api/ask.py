@@ -24,8 +24,10 @@ Why it is built this way:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal, Protocol
 
+from palimpsest.api.runtime import Runtime
 from palimpsest.extraction.reader import Reader, ReaderOptions, Reading
 from palimpsest.graph import policies
 from palimpsest.graph.recall import packet_log
@@ -39,7 +41,22 @@ from palimpsest.schema.models import ContextPacket, Policy
 if TYPE_CHECKING:
     from datetime import date, datetime
 
-    from palimpsest.api.memory import Memory
+
+
+class Recalls(Protocol):
+    """What the rounds need of a memory bound to a namespace: its recall, its store and whether its recalls
+    are logged. `Memory` is one, and offers `recall_rounds` and `ask` by calling this module: naming the
+    protocol here instead of `Memory` keeps the dependency one way (api.memory -> api.ask)."""
+
+    rt: Runtime
+    namespace: str
+    log_packets: bool
+
+    def recall(self, query: str, *, k: int | None = None, policy_version: str | None = None,
+               as_of_revision: int | None = None, valid_at: datetime | date | str | None = None,
+               projections_seq: int | None = None, explain: bool = False,
+               pinned_route: Sequence[str] | None = None, later_rounds: bool = False) -> ContextPacket: ...
+
 
 Expansion = Literal["thought", "offline"]
 EXPANSIONS: tuple[str, ...] = ("thought", "offline")
@@ -59,7 +76,7 @@ def check_rounds(rounds: object, field: str = "rounds") -> int | None:
 class Rounds:
     """The rounds of one question, all at round 1's revision, policy and projections_seq."""
 
-    def __init__(self, mem: Memory, question: str, *, k: int | None, policy_version: str | None,
+    def __init__(self, mem: Recalls, question: str, *, k: int | None, policy_version: str | None,
                  as_of_revision: int | None, valid_at: datetime | date | str | None, explain: bool = False,
                  later_rounds: bool = False) -> None:
         self.mem, self.question, self.explain, self.later_rounds = mem, question, explain, later_rounds
@@ -124,7 +141,7 @@ class Rounds:
         return rounds_q.fuse(self.packets, self.policy, k)
 
 
-def recall_rounds(mem: Memory, query: str, *, rounds: int | None = None, k: int | None = None,
+def recall_rounds(mem: Recalls, query: str, *, rounds: int | None = None, k: int | None = None,
                   policy_version: str | None = None, as_of_revision: int | None = None,
                   valid_at: datetime | date | str | None = None, explain: bool = False) -> MultiRoundRecall:
     """Recall with offline expansion rounds (no model): round 1 with the query, each later round with
@@ -153,7 +170,7 @@ def recall_rounds(mem: Memory, query: str, *, rounds: int | None = None, k: int 
                             items=state.fused(first.k))
 
 
-def ask(mem: Memory, question: str, *, llm_model: str | None = None, rounds: int | None = None,
+def ask(mem: Recalls, question: str, *, llm_model: str | None = None, rounds: int | None = None,
         expansion: str | None = None, k: int | None = None, policy_version: str | None = None,
         as_of_revision: int | None = None, valid_at: datetime | date | str | None = None,
         options: ReaderOptions | None = None, explain: bool = False) -> AskResult:

@@ -14,7 +14,7 @@
   resolver runs.
 * **One deadline per request** (`graph.db.deadline`), started when the operation starts, so parsing,
   validation and execution share it; every resolver's Neo4j work runs under what is left (api/
-  graphql_schema.py `call`). Subscriptions give each of their polls a deadline of its own.
+  graphql_resolve.py `call`). Subscriptions give each of their polls a deadline of its own.
 * **Every error coded**: errors that carry `extensions.code` pass unchanged; parse and validation
   errors get `BAD_INPUT` (syntax, unknown fields, missing arguments, bad variables) or
   `LIMIT_EXCEEDED` (tokens, nesting, too many validation errors); anything else — a bug — is masked

@@ -7,35 +7,26 @@ that was left as its timeout, is ended by the server. Per-parent lists (`Entity.
 `Entity.facts`, `PacketItem.supersededClaim`) are loaded by DataLoaders: one round trip per level
 and namespace, not one per parent. Errors leave as GraphQL errors with a stable
 `extensions.code`; anything without a code is masked, so no stack trace or Cypher ever reaches a
-client.
+client. The path every resolver takes (authorise, thread, deadline, DataLoader, error code) is
+api/graphql_resolve.py, shared with the types' own fields (api/graphql_types.py).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import re
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Annotated, Any, TypeVar, cast
 
 import anyio
 import strawberry
-from anyio import to_thread
-from graphql import (
-    GraphQLError,
-    GraphQLInputObjectType,
-    GraphQLInterfaceType,
-    GraphQLObjectType,
-    OperationType,
-    get_named_type,
-)
+from graphql import GraphQLError
 from strawberry.dataloader import DataLoader
 from strawberry.scalars import JSON
 
 from palimpsest.api import graphql_ask as ga
 from palimpsest.api import graphql_types as t
-from palimpsest.api.auth import Principal, Right
 from palimpsest.api.graphql_limits import (
     MAX_ALIASES,
     MAX_COST,
@@ -45,172 +36,23 @@ from palimpsest.api.graphql_limits import (
     RequestGuard,
     code_error,
 )
-from palimpsest.api.memory import Memory, parse_time, validate_namespace
+from palimpsest.api.graphql_resolve import authorize, bounded, call, coded, gql_error
+from palimpsest.api.memory import Memory, parse_time
 from palimpsest.api.runtime import Runtime
 from palimpsest.graph.claims.queries import ClaimFilter, encode_cursor
-from palimpsest.graph.db import deadline
 from palimpsest.schema.errors import BadInputError, LimitExceededError, PalimpsestError
 from palimpsest.schema.limits import MAX_BATCH_ITEMS
 from palimpsest.schema.models import Claim as ClaimModel
 from palimpsest.schema.models import ContradictionRecord, EntityNeighbour, Fact, IngestResult
 
-R = TypeVar("R")
-K = TypeVar("K")
 V = TypeVar("V")
 
 __all__ = ["MAX_ALIASES", "MAX_COST", "MAX_DEPTH", "MAX_FIELDS", "MAX_TOKENS", "Loaders", "build_schema", "schema"]
 
 
-_SNAKE = re.compile(r"_([a-z0-9])")
-_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
-# A snake_case word standing alone (not a later part of a dotted path, whose keys may be the caller's own).
-_SNAKE_WORD = re.compile(r"(?<![\w.])[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
-_QUOTED = re.compile(r"('[^']*'|\"[^\"]*\")")
-
-
-@functools.cache
-def _api_names() -> tuple[dict[str, str], frozenset[str]]:
-    """(Python name -> schema name of every argument and input field; the ones typed JSON).
-
-    A JSON argument (`metadata`, a policy's `contradiction`) holds keys the caller chose, spelled as
-    they sent them: a path below one is given back as is.
-    """
-    names: dict[str, str] = {}
-    json_fields: set[str] = set()
-
-    def add(name: str, type_: Any) -> None:
-        names[_CAMEL.sub(lambda m: "_" + m[1].lower(), name)] = name
-        if get_named_type(type_).name == "JSON":
-            json_fields.add(name)
-
-    for named in schema._schema.type_map.values():
-        if named.name.startswith("__"):
-            continue
-        if isinstance(named, GraphQLInputObjectType):
-            for name, input_field in named.fields.items():
-                add(name, input_field.type)
-        elif isinstance(named, GraphQLObjectType | GraphQLInterfaceType):
-            for out_field in named.fields.values():
-                for name, arg in out_field.args.items():
-                    add(name, arg.type)
-    return names, frozenset(json_fields)
-
-
-def gql_name(field: str) -> str:
-    """A field as this schema spells it: `valid_from` -> `validFrom`, each dotted part (`filter.validAt`
-    stays), except below a JSON argument: `contradiction.max_pairs_per_claim` is what the caller sent."""
-    json_fields = _api_names()[1]
-    parts: list[str] = []
-    verbatim = False
-    for part in field.split("."):
-        name = part if verbatim else _SNAKE.sub(lambda m: m[1].upper(), part)
-        verbatim = verbatim or name in json_fields
-        parts.append(name)
-    return ".".join(parts)
-
-
-def _gql_message(message: str) -> str:
-    """The message with every argument or input field it names in the schema's spelling (`valid_to must
-    be after valid_from` -> `validTo must be after validFrom`); quoted text is the caller's, left alone."""
-    names = _api_names()[0]
-    pieces = _QUOTED.split(message)
-    for i in range(0, len(pieces), 2):  # even pieces are outside quotes
-        pieces[i] = _SNAKE_WORD.sub(lambda m: names.get(m[0], m[0]), pieces[i])
-    return "".join(pieces)
-
-
-def gql_error(error: dict[str, Any]) -> dict[str, Any]:
-    """An error dict (PalimpsestError.to_dict) with `field`, and the fields its message names, in camelCase.
-
-    Memory names fields as Python does (`valid_from`); a GraphQL client sent `validFrom`, so that is
-    the name it gets back — on every error, coded or per batch item.
-    """
-    field = error.get("field")
-    message = str(error.get("message", ""))
-    out = dict(error)
-    if isinstance(field, str):
-        name = gql_name(field)
-        if message.startswith(field):
-            message = name + message[len(field):]
-        out["field"] = name
-    if "message" in error:
-        out["message"] = _gql_message(message)
-    return out
-
-
-def coded(exc: PalimpsestError) -> GraphQLError:
-    err = gql_error(exc.to_dict())
-    ext: dict[str, Any] = {k: err[k] for k in ("code", "field", "limit") if k in err}
-    return GraphQLError(str(err["message"]), extensions=ext)
-
-
-def _gql_items(res: IngestResult) -> IngestResult:
-    items = [i.model_copy(update={"error": gql_error(i.error)}) if i.error else i for i in res.items]
+def _gql_items(res: IngestResult, info: strawberry.Info) -> IngestResult:
+    items = [i.model_copy(update={"error": gql_error(i.error, info)}) if i.error else i for i in res.items]
     return res.model_copy(update={"items": items})
-
-
-async def bounded(fn: Callable[[], R], limit: deadline.Deadline | None = None) -> R:
-    """`fn()` in a worker thread, under `limit` (default: the request's deadline).
-
-    Out of time, the await is abandoned at once (DeadlineExceededError, code TIMEOUT); the thread
-    finishes on its own, and no Neo4j call it makes can outlive the deadline (graph.db.deadline).
-    """
-    limit = limit or deadline.current() or deadline.Deadline.after(30.0)
-    left = limit.check()
-    try:
-        with anyio.fail_after(left):
-            return await to_thread.run_sync(functools.partial(deadline.run_within, limit, fn),
-                                            abandon_on_cancel=True)
-    except TimeoutError as exc:
-        if isinstance(exc, PalimpsestError):
-            raise
-        raise limit.exceeded() from None
-
-
-def _memory(info: strawberry.Info, namespace: str | None, right: Right) -> Memory:
-    """Authorise the principal for the namespace and bind a Memory to it (no database work)."""
-    ctx = info.context
-    if ctx.get("auth_error") is not None:
-        raise ctx["auth_error"]
-    principal: Principal = ctx["principal"]
-    # Omitted: the key's only namespace, else `default`. Given, it must be valid: `""` is BAD_INPUT
-    # (field `namespace`), never quietly the default, and is checked before rights are.
-    ns = principal.default_namespace() if namespace is None else validate_namespace(namespace)
-    principal.require(ns, right)
-    return Memory(ctx["runtime"], ns, log_packets=ctx.get("log_packets", False))
-
-
-def _limit(info: strawberry.Info) -> deadline.Deadline | None:
-    """The request's deadline; each poll of a subscription (which has no end) gets one of its own."""
-    if info.operation.operation == OperationType.SUBSCRIPTION:
-        return deadline.Deadline.after(float(info.context.get("timeout_s", 30.0)))
-    return None
-
-
-async def call(info: strawberry.Info, namespace: str | None, right: Right, fn: Callable[[Memory], R]) -> R:
-    """Authorise, bind the namespace, run in a thread under the deadline, code errors. Every resolver's path."""
-    try:
-        memory = _memory(info, namespace, right)
-        return await bounded(lambda: fn(memory), _limit(info))
-    except PalimpsestError as exc:
-        raise coded(exc) from None
-
-
-def authorize(info: strawberry.Info, namespace: str | None, right: Right) -> None:
-    """Refuse a caller before looking at its other arguments, so a refusal says nothing about them."""
-    try:
-        _memory(info, namespace, right)
-    except PalimpsestError as exc:
-        raise coded(exc) from None
-
-
-async def load(info: strawberry.Info, namespace: str, loader: DataLoader[K, V], key: K) -> V:
-    """A per-parent value through the request's DataLoader, authorised like `call` and coded the same."""
-    try:
-        _memory(info, namespace, "read")
-        return await loader.load(key)
-    except PalimpsestError as exc:
-        raise coded(exc) from None
 
 
 class Loaders:
@@ -275,11 +117,11 @@ def _principal_ns(info: strawberry.Info) -> str:
     return principal.default_namespace() if principal is not None else "default"
 
 
-def _filter(flt: t.ClaimFilterInput | None) -> ClaimFilter:
+def _filter(flt: t.ClaimFilterInput | None, info: strawberry.Info) -> ClaimFilter:
     if flt is None:
         return ClaimFilter()
     if flt.status is not None and flt.status not in {"current", "superseded", "retracted"}:
-        raise coded(BadInputError("status must be current, superseded or retracted", field="filter.status"))
+        raise coded(BadInputError("status must be current, superseded or retracted", field="filter.status"), info)
     try:
         return ClaimFilter(
             source=flt.source, claim_key=flt.claim_key, status=flt.status,
@@ -288,7 +130,7 @@ def _filter(flt: t.ClaimFilterInput | None) -> ClaimFilter:
             valid_at=parse_time(flt.valid_at, "filter.validAt"),
         )
     except PalimpsestError as exc:
-        raise coded(exc) from None
+        raise coded(exc, info) from None
 
 
 def _count(info: strawberry.Info, namespace: str | None, res: IngestResult) -> None:
@@ -329,7 +171,7 @@ class Query:
     async def claims(self, info: strawberry.Info, filter: t.ClaimFilterInput | None = None, first: int = 20,
                      after: str | None = None, namespace: NS = None) -> t.ClaimConnection:
         authorize(info, namespace, "read")
-        flt = _filter(filter)
+        flt = _filter(filter, info)
         rows, more = await call(info, namespace, "read", lambda mem: mem.claims(flt, first=first, after=after))
         edges = [t.ClaimEdge(cursor=encode_cursor(c.revision, pos, c.id), node=t.Claim.from_pydantic(c))
                  for c, pos in rows]
@@ -407,7 +249,7 @@ class Query:
                      namespace: NS = None) -> t.Entity | None:
         authorize(info, namespace, "read")
         if (id is None) == (name is None):
-            raise coded(BadInputError("give exactly one of id and name", field="id"))
+            raise coded(BadInputError("give exactly one of id and name", field="id"), info)
         ns = namespace if namespace is not None else _principal_ns(info)
         if id is not None:
             return t.entity_to_gql(await call(info, namespace, "read", lambda mem: mem.entity(id)), ns)
@@ -419,7 +261,7 @@ class Query:
                            namespace: NS = None) -> list[t.Entity]:
         authorize(info, namespace, "read")
         if by != "PAGERANK":
-            raise coded(BadInputError("by must be PAGERANK", field="by"))
+            raise coded(BadInputError("by must be PAGERANK", field="by"), info)
         ns = namespace if namespace is not None else _principal_ns(info)
         found = await call(info, namespace, "read", lambda mem: mem.top_entities(first))
         return [t.entity_to_gql(e, ns) for e in found]
@@ -446,7 +288,7 @@ class Mutation:
     async def ingest(self, info: strawberry.Info, input: t.ClaimInput, namespace: NS = None) -> t.IngestResult:
         res = await call(info, namespace, "write", lambda mem: mem.ingest_many([input.to_raw()]))
         _count(info, namespace, res)
-        res = _gql_items(res)
+        res = _gql_items(res, info)
         first = res.items[0]
         if not first.ok and first.error:
             raise GraphQLError(str(first.error.get("message")), extensions={
@@ -459,10 +301,10 @@ class Mutation:
         authorize(info, namespace, "write")
         if len(inputs) > MAX_BATCH_ITEMS:
             raise coded(LimitExceededError(f"ingestMany takes at most {MAX_BATCH_ITEMS} inputs", field="inputs",
-                                           limit=MAX_BATCH_ITEMS))
+                                           limit=MAX_BATCH_ITEMS), info)
         res = await call(info, namespace, "write", lambda mem: mem.ingest_many([i.to_raw() for i in inputs]))
         _count(info, namespace, res)
-        return t.IngestResult.from_pydantic(_gql_items(res))
+        return t.IngestResult.from_pydantic(_gql_items(res, info))
 
     @strawberry.mutation(description="Hide a claim; if it had superseded one, that one becomes current again.")
     async def retract(self, info: strawberry.Info, id: str, reason: str,

@@ -13,6 +13,7 @@ import strawberry
 import strawberry.experimental.pydantic as sp
 from strawberry.scalars import JSON
 
+from palimpsest.api.graphql_resolve import load
 from palimpsest.schema import models as m
 
 
@@ -90,8 +91,6 @@ class PacketItem:
     async def superseded_claim(self, info: strawberry.Info) -> Claim | None:
         if not self.supersedes:
             return None
-        from palimpsest.api.graphql_schema import load
-
         # The namespace rides along as a plain attribute (set by packet_to_gql), not a schema field.
         namespace = str(getattr(self, "_namespace", ""))
         found: m.Claim | None = await load(info, namespace, info.context["loaders"].claims,
@@ -393,8 +392,6 @@ class Entity:
     # neighbours of every entity at one level cost one round trip, not one each.
     @strawberry.field(description="RELATED neighbours, strongest co-mention first.")
     async def neighbors(self, info: strawberry.Info, first: int = 20) -> list[_LazyEntity]:
-        from palimpsest.api.graphql_schema import load
-
         namespace = str(getattr(self, "_namespace", ""))
         found: list[m.EntityNeighbour] = await load(info, namespace, info.context["loaders"].neighbours,
                                                     (namespace, self.id, first))
@@ -402,8 +399,6 @@ class Entity:
 
     @strawberry.field(description="Facts with this entity as subject or object, newest first.")
     async def facts(self, info: strawberry.Info, first: int = 50, include_superseded: bool = False) -> list[Fact]:
-        from palimpsest.api.graphql_schema import load
-
         namespace = str(getattr(self, "_namespace", ""))
         found: list[m.Fact] = await load(info, namespace, info.context["loaders"].facts,
                                          (namespace, self.id, first, include_superseded))

@@ -472,6 +472,7 @@ class Memory:
             ...              packet.items[0].score)
             True
         """
+        from palimpsest.extraction import rerank as rerank_models
         from palimpsest.extraction.entities import query_phrases
         from palimpsest.graph.recall import PolicyChangedError, RecallRequest, packet_log
         from palimpsest.graph.recall import recall as recall_q
@@ -528,6 +529,8 @@ class Memory:
                                 phrases, check_policy=True, policy_hash=stored_hash, check_default=not explicit,
                                 explain=explain, route=decision.stages if decision is not None else (),
                                 mentions=self.rt.mentions,
+                                # the model rerankers with the process's options (extraction.rerank.configure)
+                                rerank_scorer=rerank_models.process_options(),
                                 # (an embedder without a text cache — a benchmark's wrapper — leaves the
                                 # sentence reranker unavailable, which the packet says)
                                 embed_texts=getattr(self.rt.embedder, "embed_cached", None),

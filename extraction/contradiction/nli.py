@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from palimpsest.extraction.contradiction.types import DetectorUnavailableError, TextPair, Verdict, label_for
-from palimpsest.schema.load_once import LoadOnce
+from palimpsest.extraction.load_once import LoadOnce
 
 METHOD = "nli"
 DEFAULT_NLI_MODEL = "cross-encoder/nli-MiniLM2-L6-H768"

@@ -22,8 +22,8 @@ valid_at). Everything that could make it depend on something else is pinned down
 The stages, each in its own module: `text` (terms and lexical scores), `candidates` (every
 statement recall runs), `pool` (what the index answers admit, and who lends to whom),
 `expansion` (Personalized PageRank), `ranking` (pure scoring), the optional stages after fusion —
-`rerank` (a cross-encoder or an LLM rescoring the fused head) and `dedup` (near-duplicates out, the
-next candidates in) — and `packet` (assembly).
+`rerank` (the fused head rescored: by a model's scores the caller hands in, or by sentence match) and
+`dedup` (near-duplicates out, the next candidates in) — and `packet` (assembly).
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def _staged(req: RecallRequest, ranked: Ranked) -> Staged:
     policy = req.policy
     embed = (known_first(ranked.sentence_vectors, req.embed_texts)
              if ranked.sentence_vectors and req.embed_texts is not None else req.embed_texts)
-    reranked = rerank(req.query, ranked.ranking.items, policy, req.rerank_options, vector=req.vector, embed=embed)
+    reranked = rerank(req.query, ranked.ranking.items, policy, req.rerank_scorer, vector=req.vector, embed=embed)
     deduped = dedup(reranked.items, policy.dedup_jaccard, req.k)
     ran = {"ppr": ranked.ppr, "facts": policy.fact_retrieval != "none", f"rerank:{policy.rerank}": reranked.ran,
            "dedup": policy.dedup_jaccard is not None}

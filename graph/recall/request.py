@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from palimpsest.graph.knowledge.mention_graph import MentionCache
-from palimpsest.graph.recall.rerank import RerankOptions
 from palimpsest.graph.sentences import EmbedTexts
 from palimpsest.schema.models import Policy
+from palimpsest.schema.rerank import RerankScorer
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,10 @@ class RecallRequest:
     # The router's entries for the packet's `stages` (graph.recall.router), set with the policy it chose;
     # empty with a router policy: `recall` routes by the rules itself.
     route: tuple[str, ...] = ()
-    # Process-level knobs of the reranker (device, provider plumbing); the reranker itself is policy.
-    rerank_options: RerankOptions | None = field(default=None, compare=False)
+    # What scores the head for a model reranker (`rerank: cross-encoder | llm`): graph calls no model, the
+    # caller hands one in (extraction.rerank.RerankOptions, with the process's device and provider
+    # plumbing); None: that reranker is unavailable and the packet says so.
+    rerank_scorer: RerankScorer | None = field(default=None, compare=False)
     # The namespace's embedder for texts a stage reads again and again (`rerank: sentences`); None: that
     # reranker is unavailable and the packet says so.
     embed_texts: EmbedTexts | None = field(default=None, compare=False)

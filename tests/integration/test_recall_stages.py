@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from palimpsest.api.memory import Memory
+from palimpsest.extraction.rerank import RerankOptions, configure, cross_encoder_scores
 from palimpsest.graph.recall.dedup import jaccard
-from palimpsest.graph.recall.rerank import RerankOptions, configure, cross_encoder_scores
 from palimpsest.graph.text import term_set
 from palimpsest.schema.models import ContextPacket
 from tests.graphql_client import keyed_graphql

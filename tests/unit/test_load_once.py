@@ -1,10 +1,10 @@
-"""schema.load_once: one build per key, and a failed build held back for `retry_after` seconds."""
+"""extraction.load_once: one build per key, and a failed build held back for `retry_after` seconds."""
 
 from __future__ import annotations
 
 import pytest
 
-from palimpsest.schema.load_once import LoadOnce
+from palimpsest.extraction.load_once import LoadOnce
 
 
 class Unavailable(Exception):

@@ -5,23 +5,25 @@ degradation to no rerank when a model cannot load or answer."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from palimpsest.graph.recall.dedup import dedup, jaccard
-from palimpsest.graph.recall.rerank import (
+from palimpsest.extraction.rerank import (
     RerankOptions,
     cross_encoder_scores,
+    llm_order,
     load_cross_encoder,
     order_scores,
-    rerank,
     rerank_text,
 )
-from palimpsest.graph.recall.rerank_llm import llm_order
+from palimpsest.graph.recall.dedup import dedup, jaccard
+from palimpsest.graph.recall.rerank import rerank
 from palimpsest.graph.text import term_set
 from palimpsest.schema.models import Freshness, PacketItem, Policy, ScoreDecay, ScoreExplanation, ScoreTerm
+from palimpsest.schema.rerank import RerankUnavailableError
 from tests.tiny_models import save_tiny_bert
 
 WORDS = ["backups", "go", "to", "bucket", "b", "1", "2", "the", "ledger", "api", "rate", "limit", "is", "300",
@@ -83,6 +85,28 @@ def test_a_model_that_cannot_load_degrades_to_the_fused_ranking(tmp_path: Path) 
     policy = Policy(version="p", rerank="cross-encoder", rerank_model=str(tmp_path / "missing"), rerank_top=3)
     out = rerank("where do backups go?", RANKED, policy)
     assert out.items == RANKED and not out.ran and out.unavailable
+
+
+def test_the_stage_scores_with_the_reranker_it_is_handed(tmp_path: Path) -> None:
+    """graph calls no model: the cross-encoder and the LLM are scorers handed in (extraction.rerank); a
+    scorer that cannot load or answers the wrong number of scores leaves the fused ranking."""
+    missing = str(tmp_path / "missing")
+    policy = Policy(version="p", rerank="cross-encoder", rerank_model=missing, rerank_top=3)
+    with pytest.raises(RerankUnavailableError, match="failed to load"):
+        RerankOptions()("cross-encoder", missing, "q", RANKED[:3])
+    out = rerank("where do backups go?", RANKED, policy, RerankOptions())
+    assert out.items == RANKED and not out.ran and out.unavailable
+    seen: list[tuple[str, str, str, int]] = []
+
+    def by_length(method: str, model: str, query: str, items: Sequence[PacketItem]) -> list[float]:
+        seen.append((method, model, query, len(items)))
+        return [float(len(it.content)) for it in items]
+
+    out = rerank("q", RANKED, policy, by_length)
+    assert out.ran and [it.id for it in out.items] == ["c", "b", "a", "d", "e"]  # longest first, the tail kept
+    assert seen == [("cross-encoder", missing, "q", 3)]
+    short = rerank("q", RANKED, policy, lambda method, model, query, items: [1.0])
+    assert short.items == RANKED and short.unavailable
 
 
 def test_a_rerank_needs_a_model() -> None:

@@ -1,9 +1,10 @@
 """Things that are expensive to build (a model, a client), built once per key per process.
 
-Both model users — the NLI contradiction detector (extraction) and the recall reranker (graph) —
-load a cross-encoder on first use and share it; neither may import the other, so the memo lives
-here. A build that fails is remembered for `retry_after` seconds: a missing model costs one load
-attempt per interval, not one per call, and every caller in that interval gets the same typed error.
+Both cross-encoder users — the NLI contradiction detector (extraction.contradiction.nli) and the
+recall's reranker (extraction.rerank) — load a model on first use and keep it for the process; the
+memo is theirs, so it lives with them in extraction. A build that fails is remembered for
+`retry_after` seconds: a missing model costs one load attempt per interval, not one per call, and
+every caller in that interval gets the same typed error.
 """
 
 from __future__ import annotations
