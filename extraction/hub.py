@@ -14,8 +14,7 @@ from __future__ import annotations
 import os
 
 
-def load_options(name_or_path: str) -> dict[str, bool]:
-    """Keyword arguments for `SentenceTransformer(name_or_path, …)` / `CrossEncoder(name_or_path, …)`:
-    local files only when `name_or_path` is a directory on this machine, the libraries' defaults for
-    a Hub name."""
-    return {"local_files_only": True} if os.path.isdir(name_or_path) else {}
+def local_files_only(name_or_path: str) -> bool:
+    """The `local_files_only` argument for `SentenceTransformer(name_or_path, …)` / `CrossEncoder(…)`:
+    True when `name_or_path` is a directory on this machine, False (the libraries' default) for a Hub name."""
+    return os.path.isdir(name_or_path)

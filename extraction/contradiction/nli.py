@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from palimpsest.extraction.contradiction.types import DetectorUnavailableError, TextPair, Verdict, label_for
-from palimpsest.extraction.hub import load_options
+from palimpsest.extraction.hub import local_files_only
 from palimpsest.schema.load_once import LoadOnce
 
 METHOD = "nli"
@@ -62,7 +62,7 @@ def load_cross_encoder(name: str, device: str = "cpu", max_length: int = 256, re
         from sentence_transformers import CrossEncoder
 
         # A local directory loads without asking the Hub (extraction.hub).
-        model = CrossEncoder(name, device=device, max_length=max_length, **load_options(name))
+        model = CrossEncoder(name, device=device, max_length=max_length, local_files_only=local_files_only(name))
         config = getattr(model, "config", None) or model.model.config
         return _Loaded(model, label_index(dict(config.id2label)))
 

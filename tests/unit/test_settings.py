@@ -9,7 +9,7 @@ import pytest
 
 from palimpsest.api.auth import KeyStore
 from palimpsest.extraction.embeddings import DEFAULT_MODEL
-from palimpsest.extraction.hub import load_options
+from palimpsest.extraction.hub import local_files_only
 from palimpsest.graph.db.connection import Neo4jSettings
 from palimpsest.graph.db.local_server import ServerConfig
 from palimpsest.schema.errors import BadInputError
@@ -156,7 +156,7 @@ def test_the_readme_table_lists_exactly_the_variables_settings_reads() -> None:
 # Layers that must not touch the environment: they are given their settings. A child process's
 # environment built as `{**os.environ, …}` passes the parent's on, it reads no setting. The two
 # rerankers in graph/recall still set HF_HUB_OFFLINE / LITELLM_LOCAL_MODEL_COST_MAP when they load a
-# model; they are to use extraction.hub.load_options and extraction.llm_client.json_client instead.
+# model; they are to use extraction.hub.local_files_only and extraction.llm_client.json_client instead.
 PACKAGE_DIRS = ("schema", "graph", "extraction", "api")
 NOT_YET = {"rerank.py", "rerank_llm.py"}
 ENV_ACCESS = re.compile(r"\bos\.environ\b|\bgetenv\b|\bputenv\b|\benviron\.(get|setdefault|update|pop)\b")
@@ -177,5 +177,5 @@ def test_nothing_but_the_settings_module_reads_or_writes_the_environment() -> No
 
 
 def test_a_local_model_directory_loads_without_the_hub(tmp_path: Path) -> None:
-    assert load_options(str(tmp_path)) == {"local_files_only": True}
-    assert load_options("cross-encoder/nli-deberta-v3-small") == {}
+    assert local_files_only(str(tmp_path)) is True
+    assert local_files_only("cross-encoder/nli-deberta-v3-small") is False
