@@ -18,6 +18,8 @@ ENV PALIMPSEST_CACHE_DIR=/opt/palimpsest
 RUN apt-get update && apt-get install -y --no-install-recommends npm \
     && palimpsest graphiql-assets \
     && apt-get purge -y --auto-remove npm && rm -rf /var/lib/apt/lists/* "$HOME/.npm"
+# litellm prices calls from the cost map bundled with the pinned release, never fetching one (README, Configuration).
+ENV LITELLM_LOCAL_MODEL_COST_MAP=True
 EXPOSE 8000
 # --demo: the `demo` namespace is written on the first start only (an empty database), never again.
 CMD ["palimpsest", "serve", "--host", "0.0.0.0", "--port", "8000", "--demo"]

@@ -13,7 +13,6 @@ GraphQL requests answer a coded 400 (api/graphql_router.py).
 from __future__ import annotations
 
 import logging
-import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -36,12 +35,10 @@ from palimpsest.api.observability import Metrics, configure_json_logging
 from palimpsest.api.runtime import Runtime
 from palimpsest.graph.db import local_server as local_server
 from palimpsest.schema.errors import PalimpsestError
+from palimpsest.settings import Settings
 
-MAX_BODY_BYTES = int(os.environ.get("PALIMPSEST_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
-REQUEST_TIMEOUT_S = float(os.environ.get("PALIMPSEST_REQUEST_TIMEOUT_S", "30"))
-SUBSCRIPTION_POLL_S = float(os.environ.get("PALIMPSEST_SUBSCRIPTION_POLL_S", "1.0"))
-# Read when an app is built (tests shorten them): the longest gap between two pieces of a body,
-# and the longest a whole body may take after the request head.
+# Read (by palimpsest.settings) when an app is built; tests shorten them: the longest gap between two
+# pieces of a body, and the longest a whole body may take after the request head.
 BODY_CHUNK_TIMEOUT_ENV, BODY_TIMEOUT_ENV = "PALIMPSEST_BODY_CHUNK_TIMEOUT_S", "PALIMPSEST_BODY_TIMEOUT_S"
 
 
@@ -54,22 +51,26 @@ def _api_key(request: HTTPConnection) -> str | None:
 
 def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
                on_startup: Callable[[Runtime], None] | None = None, worker: bool = False,
-               graphiql_assets: Path | None = None) -> FastAPI:
-    """Tests pass their own runtime and keys; `palimpsest serve` builds both from the environment.
+               graphiql_assets: Path | None = None, settings: Settings | None = None) -> FastAPI:
+    """Tests pass their own runtime and keys; `palimpsest serve` builds both from the settings.
+
+    `settings` default to the environment's, read now (not when this module was imported), and are
+    kept as `app.state.settings`: each request reads its limits from there.
 
     `worker=True` runs the projections worker (contradiction detection) in a thread of this
     process, for single-machine deployments; larger ones run `palimpsest worker` separately.
     `graphiql_assets` is where GraphiQL's files are (default: `graphiql.assets_dir()`, in the cache).
     """
-    assets = graphiql_assets if graphiql_assets is not None else graphiql.assets_dir()
+    config = settings or Settings.from_env()
+    assets = graphiql_assets if graphiql_assets is not None else graphiql.assets_dir(config.cache_dir)
     log = configure_json_logging()
     metrics = Metrics()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = runtime is None
-        app.state.runtime = runtime or Runtime.from_env()
-        app.state.keys = keys or KeyStore.from_env()
+        app.state.runtime = runtime or Runtime.from_env(app.state.settings)
+        app.state.keys = keys or KeyStore.from_env(app.state.settings)
         if app.state.keys.local_mode:
             log.warning("auth is in local mode: no API keys configured, every namespace is open")
         if on_startup is not None:
@@ -91,6 +92,7 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
 
     app = FastAPI(title="Palimpsest", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.metrics = metrics
+    app.state.settings = config
 
     class RequestContext(BaseHTTPMiddleware):
         async def dispatch(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -112,19 +114,19 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
                                                       "ms": round(elapsed * 1000, 2)}})
 
     # Added first, so it runs inside RequestContext: its 413/408 answers are logged and carry the request id.
-    app.add_middleware(BodyGuard, max_bytes=MAX_BODY_BYTES,
-                       chunk_timeout_s=float(os.environ.get(BODY_CHUNK_TIMEOUT_ENV, "10")),
-                       body_timeout_s=float(os.environ.get(BODY_TIMEOUT_ENV, "30")))
+    app.add_middleware(BodyGuard, max_bytes=config.max_body_bytes, chunk_timeout_s=config.body_chunk_timeout_s,
+                       body_timeout_s=config.body_timeout_s)
     app.add_middleware(RequestContext)
 
     async def context(connection: HTTPConnection) -> dict[str, Any]:
         """Shared by HTTP and WebSocket (subscriptions): both carry the key in their headers."""
         request = connection
+        cfg: Settings = request.app.state.settings
         ctx: dict[str, Any] = {"runtime": request.app.state.runtime,
                                "loaders": Loaders(request.app.state.runtime), "metrics": metrics,
-                               "timeout_s": REQUEST_TIMEOUT_S,
-                               "subscription_poll_s": SUBSCRIPTION_POLL_S, "principal": None, "auth_error": None,
-                               "log_packets": os.environ.get("PALIMPSEST_LOG_PACKETS", "") == "1"}
+                               "timeout_s": cfg.request_timeout_s,
+                               "subscription_poll_s": cfg.subscription_poll_s, "principal": None, "auth_error": None,
+                               "log_packets": cfg.log_packets}
         try:
             ctx["principal"] = request.app.state.keys.authenticate(_api_key(request))
         except PalimpsestError as exc:
@@ -215,7 +217,9 @@ def server_config(app: FastAPI, *, host: str, port: int, limit_concurrency: int 
     """
     import uvicorn
 
+    settings: Settings = app.state.settings
+
     return uvicorn.Config(app, host=host, port=port, log_level="warning", ws="websockets-sansio",
-                          ws_max_size=MAX_BODY_BYTES, h11_max_incomplete_event_size=16 * 1024,
+                          ws_max_size=settings.max_body_bytes, h11_max_incomplete_event_size=16 * 1024,
                           timeout_keep_alive=5, limit_concurrency=limit_concurrency,
                           timeout_graceful_shutdown=10, server_header=False)

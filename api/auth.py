@@ -1,6 +1,6 @@
 """API keys and namespace rights. Keys are configured hashed (sha256), never stored in clear.
 
-Configuration, from the environment only:
+Configuration, from the environment (read by palimpsest.settings):
   PALIMPSEST_API_KEYS_FILE  path to a JSON list, or
   PALIMPSEST_API_KEYS       the JSON list itself:
     [{"name": "agent-a", "sha256": "<hex of sha256(key)>", "namespaces": {"ops": ["read", "write"]}}]
@@ -21,12 +21,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
-from palimpsest.schema.errors import ForbiddenError, UnauthenticatedError
+from palimpsest.schema.errors import BadInputError, ForbiddenError, UnauthenticatedError
+from palimpsest.settings import Settings
 
 Right = Literal["read", "write", "erase"]
 RIGHTS: frozenset[str] = frozenset({"read", "write", "erase"})
@@ -81,16 +80,27 @@ class KeyStore:
         return not self.entries
 
     @classmethod
-    def from_env(cls) -> KeyStore:
-        path = os.environ.get("PALIMPSEST_API_KEYS_FILE")
-        text = Path(path).read_text(encoding="utf-8") if path else os.environ.get("PALIMPSEST_API_KEYS", "")
-        entries = cls.from_json(text).entries if text.strip() else []
-        return cls(entries, metrics_sha256=os.environ.get("PALIMPSEST_METRICS_KEY_SHA256") or None)
+    def from_env(cls, settings: Settings | None = None) -> KeyStore:
+        """The keys `settings` configure (by default the environment's, read now): the file
+        PALIMPSEST_API_KEYS_FILE names, else PALIMPSEST_API_KEYS; a malformed list is a BadInputError
+        naming the variable it came from."""
+        cfg = settings or Settings.from_env()
+        source = "PALIMPSEST_API_KEYS_FILE" if cfg.api_keys_file is not None else "PALIMPSEST_API_KEYS"
+        text = cfg.api_keys_file.read_text(encoding="utf-8") if cfg.api_keys_file is not None else cfg.api_keys or ""
+        try:
+            entries = cls.from_json(text).entries if text.strip() else []
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            detail = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise BadInputError(f"{source}: not a valid list of API keys ({detail})", field=source) from exc
+        return cls(entries, metrics_sha256=cfg.metrics_key_sha256)
 
     @classmethod
     def from_json(cls, text: str) -> KeyStore:
+        listed = json.loads(text)
+        if not isinstance(listed, list):  # a dict or a string would iterate to no keys: local mode, open to all
+            raise ValueError("API keys must be a JSON list of {name, sha256, namespaces}")
         entries = []
-        for raw in json.loads(text):
+        for raw in listed:
             digest = str(raw["sha256"]).lower()
             if len(digest) != 64:
                 raise ValueError(f"API key {raw.get('name')!r}: sha256 must be 64 hex characters")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -20,6 +19,7 @@ from typer.core import TyperArgument, TyperCommand
 
 from palimpsest.schema import limits
 from palimpsest.schema.errors import PalimpsestError
+from palimpsest.settings import Settings
 
 if TYPE_CHECKING:
     from palimpsest.api.memory import Memory
@@ -127,6 +127,15 @@ def _fail(message: str) -> None:
     raise typer.Exit(code=1)
 
 
+def _settings() -> Settings:
+    """The environment's settings (palimpsest.settings), read when a command runs; a bad value ends it."""
+    try:
+        return Settings.from_env()
+    except PalimpsestError as exc:
+        _fail(exc.message)
+        raise
+
+
 def _lean_driver() -> None:
     """Import the neo4j driver without pandas and pyarrow, when nothing has imported them yet.
 
@@ -188,7 +197,7 @@ def neo4j_start() -> None:
     _lean_driver()
     from palimpsest.graph.db import local_server as local_server
 
-    cfg = local_server.ServerConfig.from_env()
+    cfg = _settings().local_server()
     try:
         st = local_server.start(cfg)
     except local_server.ServerError as exc:
@@ -202,7 +211,7 @@ def neo4j_stop() -> None:
     """Stop the server this launcher started (by its pid file); anything else is left alone."""
     from palimpsest.graph.db import local_server as local_server
 
-    cfg = local_server.ServerConfig.from_env()
+    cfg = _settings().local_server()
     stopped = local_server.stop(cfg)
     console.print("Neo4j stopped" if stopped else "no Neo4j started by palimpsest is running")
 
@@ -212,7 +221,7 @@ def neo4j_status() -> None:
     _lean_driver()
     from palimpsest.graph.db import local_server as local_server
 
-    cfg = local_server.ServerConfig.from_env()
+    cfg = _settings().local_server()
     st = local_server.status(cfg)
     print(json.dumps({"running": st.running, "pid": st.pid, "bolt_uri": st.bolt_uri,
                       "http_url": st.http_url, "browser_url": st.browser_url, "neo4j": local_server.NEO4J_VERSION,
@@ -284,9 +293,10 @@ def listening_line(host: str, port: int) -> str:
     shown = "127.0.0.1" if host in {"0.0.0.0", "::", ""} else host  # a wildcard bind is reached on loopback
     base = f"http://{shown}:{port}"
     line = f"listening on http://{host}:{port} — GraphiQL at {base}/graphql"
-    cfg = local_server.ServerConfig.from_env()
-    uri = os.environ.get("NEO4J_URI")
-    http = os.environ.get("NEO4J_HTTP_URL")
+    settings = _settings()
+    cfg = settings.local_server()
+    uri = settings.neo4j_uri
+    http = settings.neo4j_http_url
     if http:
         return f"{line}, Neo4j Browser at {http.rstrip('/')}/browser/"
     if uri in (None, "", cfg.bolt_uri, f"neo4j://127.0.0.1:{cfg.bolt_port}"):

@@ -21,7 +21,6 @@ import base64
 import hashlib
 import html
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from palimpsest.graph.db.local_server import file_lock
+from palimpsest.settings import Settings
 
 ASSET_PREFIX = "/graphiql-assets"
 INSTALL_HINT = "make install  (or: palimpsest graphiql-assets)"
@@ -126,7 +126,8 @@ query AsOfRevision {{
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("PALIMPSEST_CACHE_DIR", Path.home() / ".cache" / "palimpsest"))
+    """PALIMPSEST_CACHE_DIR, read now (palimpsest.settings)."""
+    return Settings.from_env().cache_dir
 
 
 def assets_dir(base: Path | None = None) -> Path:

@@ -1,40 +1,31 @@
-"""Process-wide wiring: one driver, one embedder, a migrated schema — built from the environment.
+"""Process-wide wiring: one driver, one embedder, a migrated schema — built from the settings.
 
-This is the composition root the faces share (api → graph, extraction → schema); nothing
-below `api` reads the environment for service settings.
+This is the composition root the faces share (api → graph, extraction → schema); the settings
+come from `palimpsest.settings` (the one module that reads the environment) and nothing below
+`api` sees them except as arguments.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from types import TracebackType
 
 from neo4j import Driver
 
-from palimpsest.extraction.embeddings import DEFAULT_MODEL, Embedder, shared_embedder
+from palimpsest.extraction.embeddings import Embedder, shared_embedder
 from palimpsest.extraction.reader import ReaderOptions
 from palimpsest.graph.db.connection import Neo4jSettings, ServerInfo, guard, open_driver, server_info
 from palimpsest.graph.knowledge.mention_graph import MentionCache
-from palimpsest.schema.errors import BadInputError
 from palimpsest.schema.migrate import migrate
+from palimpsest.settings import DEFAULT_MENTION_CACHE_EDGES, Settings
 
-DEFAULT_MENTION_CACHE_EDGES = 2_000_000
+__all__ = ["DEFAULT_MENTION_CACHE_EDGES", "Runtime", "mention_cache_edges"]
 
 
-def mention_cache_edges() -> int:
-    """PALIMPSEST_MENTION_CACHE_EDGES: how many MENTIONS edges a process holds in memory in all."""
-    raw = os.environ.get("PALIMPSEST_MENTION_CACHE_EDGES", "").strip()
-    if not raw:
-        return DEFAULT_MENTION_CACHE_EDGES
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise BadInputError(f"PALIMPSEST_MENTION_CACHE_EDGES must be a whole number ≥ 0, got {raw!r}",
-                            field="PALIMPSEST_MENTION_CACHE_EDGES")
-    return value
+def mention_cache_edges(settings: Settings | None = None) -> int:
+    """PALIMPSEST_MENTION_CACHE_EDGES: how many MENTIONS edges a process holds in memory in all
+    (`settings`, or the environment's when none is given)."""
+    return (settings or Settings.from_env()).mention_cache_edges
 
 
 @dataclass
@@ -59,24 +50,25 @@ class Runtime:
             self.mentions = MentionCache(mention_cache_edges(), self.driver, self.settings.database)
 
     @classmethod
-    def from_env(cls) -> Runtime:
-        """Driver, migrated schema and embedder from the environment.
+    def from_env(cls, settings: Settings | None = None) -> Runtime:
+        """Driver, migrated schema and embedder from `settings` (by default read from the environment now).
 
         The embedder is lazy: torch and the model load on the first embed, so a face that only reads
         (history, check, policy) never pays for them. The server warms it at start-up instead
         (`palimpsest serve`), so its first request does not either.
         """
-        settings = Neo4jSettings.from_env()
-        model = os.environ.get("PALIMPSEST_EMBEDDING_MODEL", DEFAULT_MODEL)
-        embedder = shared_embedder(model, lazy=True)
-        driver = open_driver(settings)
+        config = settings or Settings.from_env()
+        neo4j = config.neo4j()
+        embedder = shared_embedder(config.embedding_model, lazy=True)
+        driver = open_driver(neo4j)
         try:
             version = migrate(driver, embedding_dimension=embedder.dimension,
-                              embedding_model=embedder.model_name, database=settings.database)
+                              embedding_model=embedder.model_name, database=neo4j.database)
         except Exception:
             driver.close()
             raise
-        return cls(settings, driver, embedder, version)
+        return cls(neo4j, driver, embedder, version,
+                   mentions=MentionCache(config.mention_cache_edges, driver, neo4j.database))
 
     def info(self) -> ServerInfo:
         if self._info is None:

@@ -105,7 +105,9 @@ def world(films: int, seed: int = 7) -> tuple[dict[str, dict[str, Any]], list[tu
 
 def scripted(answers: dict[str, Any]) -> Any:
     """A litellm.completion answering each prompt's numbered claims from `answers` (mock_response)."""
-    import litellm
+    from palimpsest.extraction.llm_client import import_litellm
+
+    litellm = import_litellm()
 
     def completion(*args: Any, **kwargs: Any) -> Any:
         prompt = next(m["content"] for m in kwargs["messages"] if m["role"] == "user")

@@ -646,8 +646,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown scenarios {unknown}; choose from {SCENARIOS}")
 
     from palimpsest.graph.db import local_server as server
+    from palimpsest.settings import Settings
 
-    cfg = replace(server.ServerConfig.from_env(), bolt_port=args.bolt_port, http_port=args.http_port)
+    cfg = replace(Settings.from_env().local_server(), bolt_port=args.bolt_port, http_port=args.http_port)
     if args.bolt_port == 7687:
         parser.error("--bolt-port 7687 is the shared server; this run kills its own")
     server.start(cfg)

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.temporal_reference import Reference, StoreUnderTest, compare, describe, random_step
-from palimpsest.graph.db.connection import Neo4jSettings, open_driver
+from palimpsest.graph.db.connection import open_driver
 from palimpsest.graph.lifecycle.maintenance import drop_namespace
 from palimpsest.schema.migrate import migrate, schema_meta
+from palimpsest.settings import Settings
 
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -41,7 +42,7 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS_DIR, help="where the JSON result goes")
     args = p.parse_args(args_list)
 
-    driver = open_driver(Neo4jSettings.from_env())
+    driver = open_driver(Settings.from_env().neo4j())
     meta = schema_meta(driver) or {}
     dimension = int(meta.get("embedding_dimension") or 384)
     migrate(driver, embedding_dimension=dimension, embedding_model=str(meta.get("embedding_model", "all-MiniLM-L6-v2")))

@@ -13,12 +13,13 @@ The default model's dimension is known without loading it, which is all a schema
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from palimpsest.extraction.hub import local_files_only
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 OFFICIAL_MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
@@ -100,12 +101,10 @@ class Embedder:
                 raise EmbeddingModelError(
                     f"{weights} does not match the official all-MiniLM-L6-v2 checkpoint"
                 )
-        if self._is_default:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
-        try:
-            loaded: Any = SentenceTransformer(path, device=self._device)
+        try:  # a local directory (the default model's wheel) loads without asking the Hub (extraction.hub)
+            loaded: Any = SentenceTransformer(path, device=self._device, local_files_only=local_files_only(path))
         except Exception as exc:  # the library raises many types; the caller needs one
             raise EmbeddingModelError(f"could not load embedding model {model!r}: {exc}") from exc
         getter = getattr(loaded, "get_embedding_dimension", None) or loaded.get_sentence_embedding_dimension

@@ -24,7 +24,6 @@ extraction.contradiction.nli).
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from palimpsest.extraction.hub import local_files_only
+from palimpsest.extraction.llm_client import json_client
 from palimpsest.extraction.load_once import LoadOnce
 from palimpsest.schema.limits import MAX_RERANK_TOP
 from palimpsest.schema.models import PacketItem
@@ -102,11 +103,10 @@ def load_cross_encoder(name: str, options: RerankOptions = DEFAULT_OPTIONS) -> _
     """The CrossEncoder `name` (a hub name or a local directory), loaded once per process."""
 
     def build() -> _Loaded:
-        if os.path.isdir(name):
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import CrossEncoder
 
-        return _Loaded(CrossEncoder(name, device=options.device, max_length=options.max_length))
+        return _Loaded(CrossEncoder(name, device=options.device, max_length=options.max_length,
+                                    local_files_only=local_files_only(name)))
 
     return _loaded.get((name, options.device, options.max_length), f"cross-encoder {name!r}", build,
                        options.retry_after)
@@ -162,12 +162,8 @@ def user_prompt(query: str, items: Sequence[PacketItem]) -> str:
 
 def llm_order(model: str, query: str, items: Sequence[PacketItem], options: RerankOptions) -> list[int]:
     """The model's order of `items`, as 0-based indices (whatever it answered, unchecked)."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
-        import instructor
-        import litellm
-
-        client: Any = instructor.from_litellm(options.completion or litellm.completion, mode=instructor.Mode.JSON)
+        client: Any = json_client(options.completion)
         verdict = client.chat.completions.create(
             model=model, response_model=RerankOrder, max_retries=options.max_retries, timeout=options.timeout,
             temperature=0.0,

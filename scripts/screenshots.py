@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 from palimpsest.api.app import create_app
@@ -21,6 +20,7 @@ from palimpsest.api.demo import DEMO_NAMESPACE, load_demo
 from palimpsest.api.runtime import Runtime
 from palimpsest.api.worker import ProjectionWorker
 from palimpsest.graph.db import local_server as server
+from palimpsest.settings import Settings
 from tests.browser.cdp import Browser, Page
 from tests.reliability.conftest import serving
 
@@ -76,12 +76,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "docs", help="directory for the PNGs")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    cfg = server.ServerConfig.from_env()
-    http = os.environ.get("NEO4J_HTTP_URL") or f"http://127.0.0.1:{cfg.http_port}"
-    with Runtime.from_env() as rt:
+    settings = Settings.from_env()
+    cfg = settings.local_server()
+    http = settings.neo4j_http_url or f"http://127.0.0.1:{cfg.http_port}"
+    with Runtime.from_env(settings) as rt:
         load_demo(rt)
         ProjectionWorker(rt).run_once(DEMO_NAMESPACE)
-        url = server.browser_url(http, rt.settings.uri, auth=bool(os.environ.get("NEO4J_PASSWORD")))
+        url = server.browser_url(http, rt.settings.uri, auth=bool(settings.neo4j_password))
         with serving(create_app(rt, keys=KeyStore([]))) as port, Browser(width=1280, height=800) as chromium:
             app_url = f"http://127.0.0.1:{port}"
             graphiql(chromium.new_page(), app_url, args.out / "graphiql.png")

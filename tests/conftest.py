@@ -61,8 +61,9 @@ def _acquire() -> tuple[Neo4jHandle, Any]:
         return Neo4jHandle(container.get_connection_url(), ("neo4j", "palimpsest-test"),
                            "testcontainers", http), container
     from palimpsest.graph.db import local_server as server
+    from palimpsest.settings import Settings
 
-    cfg = server.ServerConfig.from_env()
+    cfg = Settings.from_env().local_server()
     st = server.start(cfg)
     auth = ("neo4j", cfg.password) if cfg.password else None
     return Neo4jHandle(st.bolt_uri, auth, "local launcher (Maven Central jars)", st.http_url), None

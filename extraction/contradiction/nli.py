@@ -13,13 +13,13 @@ runner reports while the other detectors carry on. A failed load is retried only
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from palimpsest.extraction.contradiction.types import DetectorUnavailableError, TextPair, Verdict, label_for
+from palimpsest.extraction.hub import local_files_only
 from palimpsest.extraction.load_once import LoadOnce
 
 METHOD = "nli"
@@ -59,11 +59,10 @@ _loaded: LoadOnce[_Loaded] = LoadOnce(DetectorUnavailableError)
 
 def load_cross_encoder(name: str, device: str = "cpu", max_length: int = 256, retry_after: float = 300.0) -> _Loaded:
     def build() -> _Loaded:
-        if os.path.isdir(name):
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import CrossEncoder
 
-        model = CrossEncoder(name, device=device, max_length=max_length)
+        # A local directory loads without asking the Hub (extraction.hub).
+        model = CrossEncoder(name, device=device, max_length=max_length, local_files_only=local_files_only(name))
         config = getattr(model, "config", None) or model.model.config
         return _Loaded(model, label_index(dict(config.id2label)))
 

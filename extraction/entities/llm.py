@@ -50,7 +50,7 @@ from palimpsest.extraction.entities.extractors import (
 from palimpsest.extraction.entities.job import ClaimText, LinkResult, Proposal, link_and_propose
 from palimpsest.extraction.entities.matcher import EntityMatcher
 from palimpsest.extraction.entities.normalize import canonical, is_value
-from palimpsest.extraction.llm_client import LazyClient, RateLimiter, price
+from palimpsest.extraction.llm_client import LazyClient, RateLimiter, import_litellm, price
 
 log = logging.getLogger(__name__)
 
@@ -167,8 +167,7 @@ class LlmExtractor:
         return price(raw, self.model)
 
     def _price_usage(self, usage: Any) -> float | None:
-        import litellm
-
+        litellm = import_litellm()
         try:
             prompt, completion = litellm.cost_per_token(
                 model=self.model, prompt_tokens=int(usage.prompt_tokens or 0),

@@ -1,4 +1,5 @@
-"""Driver construction and server introspection, configured only from the environment.
+"""Driver construction and server introspection, configured by `Neo4jSettings` (built from the environment
+by `palimpsest.settings.Settings.neo4j()`; nothing here reads it).
 
 `open_driver` returns a `GuardedDriver`: the neo4j driver with every call run inside
 `graph.db.errors.driver_errors()` (driver exceptions become `schema.errors` types, in that one place)
@@ -10,7 +11,6 @@ it has passed). Connecting, waiting for a pooled connection and the driver's own
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -26,21 +26,10 @@ CONNECT_S = 5.0    # connection_timeout: one TCP connect + handshake
 ACQUIRE_S = 10.0   # connection_acquisition_timeout: waiting for a pooled connection, connect included
 
 
-def _seconds(env: dict[str, str] | os._Environ[str], key: str, default: float) -> float:
-    raw = env.get(key)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{key} must be a number of seconds, got {raw!r}") from None
-    if not value > 0:
-        raise ValueError(f"{key} must be positive, got {raw!r}")
-    return value
-
-
 @dataclass(frozen=True)
 class Neo4jSettings:
+    """How to reach Neo4j and how long the driver may wait; the defaults are `Settings`' (a test holds them equal)."""
+
     uri: str = "bolt://127.0.0.1:7687"
     user: str = "neo4j"
     password: str | None = None
@@ -48,20 +37,6 @@ class Neo4jSettings:
     retry_s: float = RETRY_S
     connect_s: float = CONNECT_S
     acquire_s: float = ACQUIRE_S
-
-    @classmethod
-    def from_env(cls) -> Neo4jSettings:
-        env = os.environ
-        port = env.get("PALIMPSEST_NEO4J_BOLT_PORT", "7687")
-        return cls(
-            uri=env.get("NEO4J_URI", f"bolt://127.0.0.1:{port}"),
-            user=env.get("NEO4J_USER", "neo4j"),
-            password=env.get("NEO4J_PASSWORD") or None,
-            database=env.get("NEO4J_DATABASE") or None,
-            retry_s=_seconds(env, "PALIMPSEST_NEO4J_RETRY_S", RETRY_S),
-            connect_s=_seconds(env, "PALIMPSEST_NEO4J_CONNECT_TIMEOUT_S", CONNECT_S),
-            acquire_s=_seconds(env, "PALIMPSEST_NEO4J_ACQUIRE_TIMEOUT_S", ACQUIRE_S),
-        )
 
 
 def build_driver(settings: Neo4jSettings) -> Driver:

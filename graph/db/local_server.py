@@ -92,7 +92,9 @@ class ServerError(RuntimeError):
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """Where the server lives and how it listens; every field has a safe local default."""
+    """Where the server lives and how it listens; every field has a safe local default.
+
+    Built from the environment by `palimpsest.settings.Settings.local_server()`; nothing here reads it."""
 
     cache_dir: Path
     bolt_port: int = 7687
@@ -101,19 +103,6 @@ class ServerConfig:
     pagecache: str = "512m"
     password: str | None = None
     start_timeout_s: float = 180.0
-
-    @classmethod
-    def from_env(cls) -> ServerConfig:
-        env = os.environ
-        cache = Path(env.get("PALIMPSEST_CACHE_DIR", Path.home() / ".cache" / "palimpsest"))
-        return cls(
-            cache_dir=cache,
-            bolt_port=int(env.get("PALIMPSEST_NEO4J_BOLT_PORT", "7687")),
-            http_port=int(env.get("PALIMPSEST_NEO4J_HTTP_PORT", "7474")),
-            heap=env.get("PALIMPSEST_NEO4J_HEAP", "1g"),
-            pagecache=env.get("PALIMPSEST_NEO4J_PAGECACHE", "512m"),
-            password=env.get("NEO4J_PASSWORD") or None,
-        )
 
     @property
     def dist_dir(self) -> Path:

@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -126,7 +127,8 @@ def test_ingest_many_history_claims_retract_stats(client: TestClient) -> None:
 
 
 def test_policies_and_replay(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PALIMPSEST_LOG_PACKETS", "1")
+    # The app's settings are read when it is built; a live app is reconfigured through app.state.settings.
+    monkeypatch.setattr(client.app.state, "settings", replace(client.app.state.settings, log_packets=True))
     reg = gql(client, """mutation { registerPolicy(input: {version: "p2", k: 3}) { version k maxK } }""")
     assert reg["data"]["registerPolicy"] == {"version": "p2", "k": 3, "maxK": 50}
     clash = gql(client, """mutation { registerPolicy(input: {version: "p2", k: 4}) { version } }""")
@@ -266,7 +268,7 @@ def _plant_contradiction(runtime: Any, ns: str, a: str, b: str, revision: int) -
 
 def test_contradictions_query_and_subscription(client: TestClient, runtime: Any, tenants: tuple[str, str],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PALIMPSEST_SUBSCRIPTION_POLL_S", "0.1")
+    monkeypatch.setattr(client.app.state, "settings", replace(client.app.state.settings, subscription_poll_s=0.1))
     ns_a, ns_b = tenants
     ids = []
     for text in ("The API is healthy", "The API is down", "Deploys are allowed", "Deploys are prohibited"):

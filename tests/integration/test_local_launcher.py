@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from palimpsest.graph.db import local_server as server
+from palimpsest.settings import Settings
 
 pytestmark = pytest.mark.integration
 
@@ -22,7 +23,7 @@ def _free_port() -> int:
 
 
 def test_second_instance_start_is_idempotent_and_stop_is_by_pid(tmp_path: Path) -> None:
-    base = server.ServerConfig.from_env()
+    base = Settings.from_env().local_server()
     cfg = server.ServerConfig(
         cache_dir=base.cache_dir, bolt_port=_free_port(), http_port=_free_port(),
         heap="512m", pagecache="64m",
@@ -78,7 +79,7 @@ def test_missing_java_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_failed_start_shows_the_log_tail(tmp_path: Path) -> None:
-    base = server.ServerConfig.from_env()
+    base = Settings.from_env().local_server()
     # An invalid heap size makes the JVM refuse to start: the error must carry its words.
     cfg = server.ServerConfig(cache_dir=base.cache_dir, bolt_port=_free_port(), http_port=_free_port(),
                               heap="banana", start_timeout_s=60)
@@ -103,7 +104,7 @@ def test_fingerprint_survives_a_neo4j_restart(embedder: object) -> None:
     from palimpsest.graph.db.connection import Neo4jSettings
     from palimpsest.schema.migrate import migrate
 
-    base = server.ServerConfig.from_env()
+    base = Settings.from_env().local_server()
     cfg = server.ServerConfig(cache_dir=base.cache_dir, bolt_port=_free_port(), http_port=_free_port(),
                               heap="512m", pagecache="64m")
 
