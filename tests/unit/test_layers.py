@@ -5,7 +5,7 @@ or inside a function, where a circle or a forbidden edge hides just as well — 
 `if TYPE_CHECKING:`, which never run. The rules:
 
 * `schema` imports nothing of ours; `graph` and `extraction` import only themselves and `schema`; `api` and
-  the face (`palimpsest/__init__`) may import any layer.
+  the face (`palimpsest/__init__`, `palimpsest.settings`) may import any layer, and `api` the face's settings.
 * `graph` never loads or calls a model (it receives vectors, scores and verdicts): no model library under
   `graph` or `schema`. `extraction` never talks to Neo4j: no `neo4j` under `extraction` or `schema`, but for
   the migration runner, which the design places in `schema` with the Cypher it applies.
@@ -36,7 +36,7 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     "schema": frozenset(),
     "graph": frozenset({"schema"}),
     "extraction": frozenset({"schema"}),
-    "api": frozenset({"schema", "graph", "extraction"}),
+    "api": frozenset({"schema", "graph", "extraction", PACKAGE}),  # the face's settings, read by the composition
     PACKAGE: frozenset(LAYERS),
 }
 # Libraries that load or call a model: never under graph or schema.
