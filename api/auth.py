@@ -6,7 +6,8 @@ Configuration, from the environment (read by palimpsest.settings):
     [{"name": "agent-a", "sha256": "<hex of sha256(key)>", "namespaces": {"ops": ["read", "write"]}}]
 Rights: `read`, `write` and `erase`. Erasing (removing claims' content for good, api.memory.Memory.erase)
 is its own right, granted apart from `write`: an agent that may write memory should not, by that
-alone, be able to destroy the audit trail.
+alone, be able to destroy the audit trail. An erase's dry run lists what is stored (ids, sources, keys),
+so it needs `read` as well.
 With neither set the service runs in *local mode*: every caller may read and write every
 namespace. That is for `make run` on a laptop (the server binds 127.0.0.1); never expose it.
 

@@ -161,7 +161,7 @@ def _lean_driver() -> None:
 
 def _check_namespace(value: str | None) -> str | None:
     """Refuse a malformed namespace before anything connects or loads (the same rule Memory applies)."""
-    if value is not None and not limits.NAMESPACE_RE.match(value):
+    if value is not None and not limits.NAMESPACE_RE.fullmatch(value):
         raise typer.BadParameter(f"{value!r}: a namespace is 1-64 characters of letters, digits, '_', '.', '-'")
     return value
 
@@ -908,6 +908,8 @@ def export_cmd(
     namespace: Namespace = "default",
     out: Annotated[Path | None, typer.Option("--out", "-o", dir_okay=False,
                                              help="write to this file instead of standard output")] = None,
+    lock_timeout: Annotated[float, typer.Option(
+        "--lock-timeout", help="the most seconds the export may hold the namespace's write lock")] = 900.0,
 ) -> None:
     """Export a namespace as JSON Lines (docs/EXPORT.md) to standard output: `palimpsest export -n NS > ns.jsonl`.
 
@@ -921,7 +923,8 @@ def export_cmd(
                                                  TimeElapsedColumn(), console=console,
                                                  redirect_stdout=False) as progress:  # stdout is the file
             task = progress.add_task("exporting", total=None)
-            for line in mem.export_lines(lambda done, total: progress.update(task, completed=done, total=total)):
+            for line in mem.export_lines(lambda done, total: progress.update(task, completed=done, total=total),
+                                         lock_seconds=lock_timeout):
                 sink.write(line + "\n")
     except PalimpsestError as exc:
         _fail(f"{exc.code}: {exc.message}")

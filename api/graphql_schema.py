@@ -317,6 +317,8 @@ class Mutation:
     async def erase(self, info: strawberry.Info, reason: str, ids: list[str] | None = None,
                     source: str | None = None, metadata: JSON | None = None, dry_run: bool = False,
                     namespace: NS = None) -> t.EraseResult:
+        if dry_run:  # a dry run shows what is stored (ids, sources, keys): the read right too
+            authorize(info, namespace, "read")
         # Memory refuses a metadata value that is not an object (BAD_INPUT, field metadata).
         wanted = cast("dict[str, Any] | None", metadata)
         res = await call(info, namespace, "erase", lambda mem: mem.erase(

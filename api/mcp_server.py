@@ -146,6 +146,8 @@ def build_mcp(memory: Memory, *, keys: KeyStore | None = None) -> MCPServer:
     def erase(ctx: Context[Any, Any], reason: str, ids: list[str] | None = None, source: str | None = None,
               metadata: dict[str, Any] | None = None, dry_run: bool = False) -> EraseResult:
         allow(ctx, "erase")
+        if dry_run:  # a dry run shows what is stored (ids, sources, keys): the read right too
+            allow(ctx, "read")
         result: EraseResult = _run(lambda: memory.erase(ids, source=source, metadata=metadata, reason=reason,
                                                         dry_run=dry_run))
         return result

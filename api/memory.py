@@ -121,7 +121,7 @@ def _check_pinned_route(stages: Sequence[str]) -> None:
 
 
 def validate_namespace(namespace: str) -> str:
-    if not isinstance(namespace, str) or not limits.NAMESPACE_RE.match(namespace):
+    if not isinstance(namespace, str) or not limits.NAMESPACE_RE.fullmatch(namespace):
         raise BadInputError("namespace must be 1-64 characters of letters, digits, '_', '.', '-'",
                             field="namespace")
     return namespace
@@ -142,6 +142,25 @@ class ReplayResult:
     recomputed_fingerprint: str
     matches: bool
 
+
+
+def _interrupted(exc: Exception, batch: int, batches: int, revisions: Sequence[int], claims: int) -> PalimpsestError:
+    """The error of an erase that failed after some of its batches had committed: the failure as the
+    driver reported it, with what *was* committed — each batch is a transaction of its own, so the
+    earlier ones stay erased whatever happens to this one. Running the same erase again finishes it
+    (what is gone answers `already_erased`)."""
+    from palimpsest.graph.db.errors import OUTCOME_UNKNOWN, RETRY_SAFE
+
+    cause = exc.message if isinstance(exc, PalimpsestError) else f"{type(exc).__name__}: {exc}"
+    cause = cause.replace(RETRY_SAFE, "that batch was not committed").replace(
+        OUTCOME_UNKNOWN, "that batch may or may not have been committed")
+    message = (f"the erase stopped at batch {batch} of {batches}: {len(revisions)} batch(es) had committed before "
+               f"the failure, erasing {claims} claim(s) at revision(s) {', '.join(str(r) for r in revisions)}, and "
+               f"they stay erased; batch {batch} failed ({cause}); run the same erase again to finish it "
+               "(what is already erased answers already_erased)")
+    if isinstance(exc, PalimpsestError):
+        return type(exc)(message, field=exc.field, limit=exc.limit)
+    return PalimpsestError(message)
 
 class Memory:
     """One namespace's memory. Cheap to create; share the Runtime between many."""
@@ -251,9 +270,15 @@ class Memory:
         one transaction at a store revision of its own. What they had superseded is restored as a
         retraction would. With `dry_run`, nothing is written: the result lists what would go.
 
+        Entities the erased claims had named are re-named from the claims left, and this process's
+        caches of text are emptied (`_forget_erased_text`).
+
         Raises:
             BadInputError: no selector, both kinds of selector, an empty reason, a bad batch size.
             NotFoundError: an id that was never a claim of this namespace.
+            UnavailableError (or the failing batch's own error): a batch failed. When earlier batches
+                had committed, the message says how many, which revisions and how many claims: they
+                stay erased, and the same erase run again finishes the rest.
         """
         if not isinstance(reason, str) or not _text(reason, "reason").strip():
             raise BadInputError("reason must not be empty", field="reason")
@@ -275,38 +300,74 @@ class Memory:
                              already_erased=already)
         if dry_run:
             return result
+        from palimpsest.extraction.entities.normalize import canonical, surface_of
+        from palimpsest.graph.knowledge.entities import EntityNaming
+
+        naming = EntityNaming(canonical, surface_of)
         counts = dict.fromkeys(("facts_removed", "supports_removed", "entities_removed", "mentions_removed",
                                 "contradictions_removed", "supersessions_removed", "packets_erased"), 0)
         restored: set[str] = set()
         erased: set[str] = set()
-        for start in range(0, len(selected), batch_size):
-            chunk = [c.id for c in selected[start:start + batch_size]]
-            done = erase_q.erase_batch(self.rt.driver, self.namespace, chunk, reason.strip(), self._db)
-            if done is None:  # erased by someone else meanwhile
-                result.already_erased.extend(chunk)
-                continue
-            result.revisions.append(done.revision)
-            erased.update(done.erased)
-            result.already_erased.extend(sorted(set(chunk) - set(done.erased)))
-            restored = (restored | set(done.restored)) - erased
-            for name in counts:
-                counts[name] += getattr(done, name)
+        batches = [[c.id for c in selected[start:start + batch_size]] for start in range(0, len(selected), batch_size)]
+        try:
+            for number, chunk in enumerate(batches, start=1):
+                try:
+                    done = erase_q.erase_batch(self.rt.driver, self.namespace, chunk, reason.strip(), self._db, naming)
+                except Exception as exc:
+                    if not result.revisions:
+                        raise  # nothing of this erase was committed: the error says so as it is
+                    raise _interrupted(exc, number, len(batches), result.revisions, len(erased)) from exc
+                if done is None:  # erased by someone else meanwhile
+                    result.already_erased.extend(chunk)
+                    continue
+                result.revisions.append(done.revision)
+                erased.update(done.erased)
+                result.already_erased.extend(sorted(set(chunk) - set(done.erased)))
+                restored = (restored | set(done.restored)) - erased
+                for name in counts:
+                    counts[name] += getattr(done, name)
+        finally:
+            if result.revisions:
+                self._forget_erased_text()
         return result.model_copy(update={"restored": sorted(restored - erased), **counts,
                                          "already_erased": sorted(set(result.already_erased))})
 
+    def _forget_erased_text(self) -> None:
+        """Drop what this process keeps in memory keyed by, or made of, text: the embedder's query and
+        sentence caches, the memoised text analyses, content hashes and frames, and the namespace's
+        entity-graph snapshot. Which entries held the erased text cannot be told (a query quoting it is
+        not the claim), so all of them go; they fill again as recalls come. Other processes keep theirs
+        until they restart (docs/OPERATIONS.md, "Erasing")."""
+        from palimpsest.extraction import supersession
+        from palimpsest.graph import text
+        from palimpsest.graph.claims import order
+
+        forget = getattr(self.rt.embedder, "forget_texts", None)
+        if callable(forget):
+            forget()
+        text.forget()
+        order.content_hash.cache_clear()
+        supersession.forget_frames()
+        if self.rt.mentions is not None:
+            self.rt.mentions.drop(self.namespace)
+
     # ---- moving a namespace ---------------------------------------------------------------
-    def export_lines(self, progress: Callable[[int, int], None] | None = None) -> Iterator[str]:
+    def export_lines(self, progress: Callable[[int, int], None] | None = None, *,
+                     lock_seconds: float | None = None) -> Iterator[str]:
         """The namespace as an export file (docs/EXPORT.md), one JSON line at a time, header first.
 
         Streamed: consume it as it comes (write each line out). While it is being consumed the export
         holds the namespace's write lock, so it is one consistent snapshot and writes to this namespace
         wait; stop early and the lock is released. `progress(done, total)` is told after each record.
+        The lock is held at most `lock_seconds` (default graph.lifecycle.export.LOCK_SECONDS): past that
+        the database ends the transaction and the next line raises ExportTimeoutError (TIMEOUT).
         """
         from palimpsest.graph.lifecycle import export as export_q
         from palimpsest.graph.lifecycle import export_format
 
         records = export_q.export_records(self.rt.driver, self.namespace, embedding_model=self.rt.embedder.model_name,
-                                          embedding_dimension=self.rt.embedder.dimension, database=self._db)
+                                          embedding_dimension=self.rt.embedder.dimension, database=self._db,
+                                          lock_seconds=export_q.LOCK_SECONDS if lock_seconds is None else lock_seconds)
         total = 0
         for done, record in enumerate(records, start=1):
             if record["kind"] == "header":

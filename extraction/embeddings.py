@@ -210,6 +210,14 @@ class Embedder:
         with self._lock:
             self._text_cache.clear()
 
+    def forget_texts(self) -> None:
+        """Forget every cached text and its vector — the query cache and `embed_cached`'s — after an
+        erasure (api.memory.Memory.erase): a query or a sentence may have carried the erased text, and
+        a vector of it is as telling as the text (which keys held erased text cannot be known, so all go)."""
+        with self._lock:
+            self._cache.clear()
+            self._text_cache.clear()
+
     def embed_query(self, text: str) -> list[float]:
         """Queries repeat (agents ask the same thing); cache by text for this model."""
         with self._lock:

@@ -287,6 +287,11 @@ def judge(newer: ClaimView, older: ClaimView, similarity: float, *, min_similari
 _FRAMES: dict[str, frames.Frame] = {}
 
 
+def forget_frames() -> None:
+    """Forget every analysed text (an erasure: a frame holds the erased claim's words)."""
+    _FRAMES.clear()
+
+
 def frame_of(text: str) -> frames.Frame:
     """The analysed frame of a text, cached (a worker judges one claim against many)."""
     found = _FRAMES.get(text)

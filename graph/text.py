@@ -112,6 +112,12 @@ def identifiers(text: str) -> frozenset[str]:
     return _analysed(text)[1]
 
 
+def forget() -> None:
+    """Empty the memoised analyses of texts (an erasure: they hold the erased claims' words and names)."""
+    for memo in (_analysed, stemmed, _stems, stem):
+        memo.cache_clear()
+
+
 def _identifier_terms(text: str, lowered: str) -> tuple[list[str], list[str]]:
     # Codes that start with a letter and carry a digit (q3, v2, db7) name one thing: "q3" is not
     # "q2". Values with units (300ms, 5mg) and ordinals (99th) start with the digit and are not codes.

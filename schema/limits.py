@@ -26,5 +26,6 @@ MAX_ASK_ROUNDS = 4
 # A pinned route is one earlier packet's `stages` (a handful), applied as recorded by the next recall.
 MAX_PINNED_STAGES = 64
 
+# Use with `fullmatch`: `$` also matches before a trailing newline, so `match` would take "t2\n".
 NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 POLICY_VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")

@@ -43,7 +43,7 @@ def load_migrations(embedding_dimension: int) -> list[Migration]:
         raise ValueError(f"embedding_dimension must be an int in 1..4096, got {embedding_dimension!r}")
     found: list[Migration] = []
     for entry in resources.files("palimpsest.schema.migrations").iterdir():
-        match = _FILE_RE.match(entry.name)
+        match = _FILE_RE.fullmatch(entry.name)
         if not match:
             continue
         raw = entry.read_text(encoding="utf-8")

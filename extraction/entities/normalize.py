@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 
 
 def word_list(text: str) -> list[str]:
@@ -74,3 +75,24 @@ def query_phrases(text: str, max_tokens: int = 6) -> list[str]:
             if phrase and not is_value(phrase):
                 out.add(phrase)
     return sorted(out)
+
+
+_WORD_RE = re.compile(r"[^\W_]+")
+
+
+def surface_of(text: str, keys: Sequence[str]) -> str | None:
+    """The text's own spelling of the first occurrence of one of `keys` (canonical names): the span
+    from the first to the last of the matching tokens, as written ("ZORBULAX-QUENTAVIAN" for the key
+    "zorbulax quentavian"). Used when an erasure leaves an entity with no stored spelling a remaining
+    claim still writes: its new name is taken from what a remaining claim does write. None when no
+    key occurs."""
+    wanted = sorted({tuple(k.split()) for k in keys if k.strip()}, key=lambda t: (-len(t), t))
+    if not wanted:
+        return None
+    words = [(m.start(), m.end(), tokens(m.group(0))) for m in _WORD_RE.finditer(text)]
+    flat = [(start, end, tok) for start, end, toks in words for tok in toks]
+    for i in range(len(flat)):
+        for key in wanted:  # longest key first: "acme keystone" before "acme"
+            if i + len(key) <= len(flat) and tuple(t for _, _, t in flat[i:i + len(key)]) == key:
+                return text[flat[i][0]:flat[i + len(key) - 1][1]]
+    return None

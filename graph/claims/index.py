@@ -43,7 +43,7 @@ _log = logging.getLogger(__name__)
 def namespace_label(namespace: str) -> str:
     """The label every claim of `namespace` carries. Namespaces are `[A-Za-z0-9_.-]` (schema.limits),
     so the label needs no escaping beyond backticks; writes bind it as a parameter (`SET c:$($label)`)."""
-    if not NAMESPACE_RE.match(namespace):
+    if not NAMESPACE_RE.fullmatch(namespace):
         raise ValueError(f"not a namespace: {namespace!r}")
     return "NS_" + namespace
 
@@ -163,7 +163,7 @@ def unindexed(driver: Driver, database: str | None = None) -> list[str]:
     records, _, _ = driver.execute_query(
         "MATCH (s:Store) WHERE s.claims >= $limit AND s.claim_indexes IS NULL RETURN s.namespace AS ns ORDER BY ns",
         limit=EXACT_LIMIT, database_=database, routing_="r")
-    return [str(r["ns"]) for r in records if NAMESPACE_RE.match(str(r["ns"]))]
+    return [str(r["ns"]) for r in records if NAMESPACE_RE.fullmatch(str(r["ns"]))]
 
 
 def drop(driver: Driver, namespace: str, database: str | None = None) -> None:

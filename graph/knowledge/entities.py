@@ -17,7 +17,7 @@ projected UNDIRECTED for PageRank. The queries below never call a model: vectors
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,14 +182,33 @@ def write_entity_batch(tx: ManagedTransaction, namespace: str, batch: EntityBatc
     return counters
 
 
+@dataclass(frozen=True)
+class EntityNaming:
+    """How names are compared, handed in by the caller (graph never imports extraction): `canonical`
+    is the merge key of a name, `surface` finds a text's own spelling of one of some canonical keys
+    (extraction.entities.normalize.canonical and surface_of)."""
+
+    canonical: Callable[[str], str]
+    surface: Callable[[str, Sequence[str]], str | None]
+
+
+# The claims that still witness entity `e`'s spellings: those that mention `e` or support a fact about
+# it, and are not being erased. A spelling must still occur in one's content or metadata.
+_WITNESS_PATHS = ("(e)<-[:MENTIONS]-(c:Claim)", "(e)<-[:SUBJECT|OBJECT]-(:Fact)-[:SUPPORTED_BY]->(c:Claim)")
+_SPELLS = ("c.status <> 'erased' AND (toLower(c.content) CONTAINS toLower(s) OR "
+           "toLower(coalesce(c.metadata_json, '')) CONTAINS toLower(s))")
+_SPELLED = " OR ".join(f"EXISTS {{ MATCH {path} WHERE {_SPELLS} }}" for path in _WITNESS_PATHS)
+
+
 def withdraw_mentions(tx: ManagedTransaction, namespace: str, claim_ids: Sequence[str],
-                      entity_ids: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = ()) -> tuple[int, int]:
+                      entity_ids: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (),
+                      naming: EntityNaming | None = None) -> tuple[int, int]:
     """Take claims out of the entity graph (graph.lifecycle.erase): delete their MENTIONS, recount RELATED for
     the pairs they co-mentioned (and `pairs`, the ends of facts already deleted) and drop an edge that
     is left with no weight, then delete the entities (of theirs, and `entity_ids`) that nothing
-    mentions or names any more. A surviving entity keeps only the aliases some claim that still
-    mentions it, or supports a fact about it, spells out: an alias learnt from these claims alone
-    goes with them. Returns (mentions removed, entities removed)."""
+    mentions or names any more. A surviving entity is re-named from the claims left (`_respell`): no
+    name, canonical name or alias only the erased claims spelled stays. Returns (mentions removed,
+    entities removed)."""
     ids = sorted(set(claim_ids))
     if not ids:
         return 0, 0
@@ -217,15 +236,81 @@ def withdraw_mentions(tx: ManagedTransaction, namespace: str, claim_ids: Sequenc
         "DETACH DELETE e RETURN count(*) AS n",
         ids=candidates, ns=namespace,
     ).single()
-    tx.run(
-        "UNWIND $ids AS id MATCH (e:Entity {namespace: $ns, id: id}) WHERE size(coalesce(e.aliases, [])) > 0 "
-        "SET e.aliases = [a IN e.aliases WHERE "
-        "  EXISTS { MATCH (e)<-[:MENTIONS]-(c:Claim) WHERE toLower(c.content) CONTAINS toLower(a) } OR "
-        "  EXISTS { MATCH (e)<-[:SUBJECT|OBJECT]-(:Fact)-[:SUPPORTED_BY]->(c:Claim) "
-        "           WHERE toLower(c.content) CONTAINS toLower(a) }]",
-        ids=candidates, ns=namespace,
-    ).consume()
-    return removed, 0 if record is None else int(record["n"])
+    gone = 0 if record is None else int(record["n"])
+    return removed, gone + _respell(tx, namespace, candidates, naming)
+
+
+def _respell(tx: ManagedTransaction, namespace: str, entity_ids: Sequence[str], naming: EntityNaming | None) -> int:
+    """Re-derive the names of surviving entities from the claims left, as the worker would have named
+    them had the erased claims never been written: a spelling (the name or an alias) stays only if a
+    remaining claim that mentions the entity, or supports a fact about it, writes it (case aside, in
+    its content or metadata). When the name goes, the first alias that stays becomes the name —
+    aliases are kept in the order the worker learnt them, so that is the earliest remaining spelling,
+    as the worker names an entity by the first claim in write order — and the canonical name follows
+    it; with no alias left, the earliest remaining claim's own spelling of one of the entity's keys
+    (`EntityNaming.surface`). A renamed entity loses its embedding: it was the vector of the erased
+    spelling. An entity no remaining claim spells at all is deleted. Returns entities deleted."""
+    rows = list(tx.run(
+        "UNWIND $ids AS id MATCH (e:Entity {namespace: $ns, id: id}) "
+        "WITH e, [s IN [e.name] + coalesce(e.aliases, []) WHERE " + _SPELLED + "] AS kept "
+        "RETURN e.id AS id, e.name AS name, e.canonical AS canonical, coalesce(e.aliases, []) AS aliases, kept "
+        "ORDER BY id",
+        ids=list(entity_ids), ns=namespace,
+    ))
+    updates: list[dict[str, Any]] = []
+    doomed: list[str] = []
+    for r in rows:
+        name, aliases, kept = str(r["name"]), [str(a) for a in r["aliases"]], {str(s) for s in r["kept"]}
+        new_aliases = [a for a in aliases if a in kept]
+        if name in kept:
+            if new_aliases != aliases:
+                updates.append({"id": r["id"], "name": name, "canonical": r["canonical"], "aliases": new_aliases,
+                                "renamed": False})
+            continue
+        if naming is None:  # no way to name it from the claims left: do not keep the erased spelling either
+            doomed.append(str(r["id"]))
+            continue
+        if new_aliases:
+            new_name, new_aliases = new_aliases[0], new_aliases[1:]
+        else:
+            found = _first_surface(tx, namespace, str(r["id"]),
+                                   sorted({naming.canonical(s) for s in [name, *aliases]} - {""}), naming)
+            if found is None:
+                doomed.append(str(r["id"]))
+                continue
+            new_name = found
+        updates.append({"id": r["id"], "name": new_name, "canonical": naming.canonical(new_name),
+                        "aliases": [a for a in new_aliases if a != new_name], "renamed": True})
+    if updates:
+        tx.run(
+            "UNWIND $rows AS row MATCH (e:Entity {namespace: $ns, id: row.id}) "
+            "SET e.name = row.name, e.canonical = row.canonical, e.aliases = row.aliases "
+            "WITH e, row WHERE row.renamed REMOVE e.embedding",
+            rows=updates, ns=namespace,
+        ).consume()
+    if doomed:
+        tx.run("UNWIND $ids AS id MATCH (e:Entity {namespace: $ns, id: id}) DETACH DELETE e",
+               ids=doomed, ns=namespace).consume()
+    return len(doomed)
+
+
+def _first_surface(tx: ManagedTransaction, namespace: str, entity_id: str, keys: Sequence[str],
+                   naming: EntityNaming) -> str | None:
+    """The first remaining witness's own spelling of one of `keys`, in write order (revision, position
+    in its ingest call, id); streamed, so a much-mentioned entity stops at its first witness."""
+    result = tx.run(
+        "MATCH (e:Entity {namespace: $ns, id: $id}) "
+        f"CALL (e) {{ MATCH {_WITNESS_PATHS[0]} RETURN c UNION MATCH {_WITNESS_PATHS[1]} RETURN c }} "
+        "WITH c WHERE c.status <> 'erased' "
+        "RETURN c.content AS content ORDER BY c.revision, coalesce(c.batch_index, 0), c.id",
+        ns=namespace, id=entity_id,
+    )
+    for row in result:
+        found = naming.surface(str(row["content"]), keys)
+        if found:
+            result.consume()
+            return found
+    return None
 
 
 # ------------------------------------------------------------------------------------ PageRank

@@ -344,6 +344,14 @@ class MentionCache:
             self._closed = True
             self._driver = None
 
+    def drop(self, namespace: str) -> None:
+        """Forget the namespace's snapshot (an erasure: it holds content hashes and canonical names of
+        the erased claims' entities). The next recall reads it again; one being read meanwhile
+        belongs to the old incarnation, which no recall takes."""
+        with self._lock:
+            self._graphs.pop(namespace, None)
+            self._too_large.pop(namespace, None)
+
     def settle(self, timeout: float | None = None) -> None:
         """Wait for the background reads under way (benchmarks and tests, before they time or compare)."""
         with self._lock:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neo4j import Driver, ManagedTransaction
 
@@ -37,6 +37,9 @@ from palimpsest.graph.claims.revisions import Revision, bump, optional_datetime
 from palimpsest.graph.claims.store import restore, undo_claim
 from palimpsest.schema.errors import BadInputError, NotFoundError
 from palimpsest.schema.models import EraseCandidate
+
+if TYPE_CHECKING:  # imported when an erase writes (see _erase_tx)
+    from palimpsest.graph.knowledge.entities import EntityNaming
 
 BATCH = 100          # claims per erase transaction, by default
 MAX_BATCH = 500      # the most one transaction takes: each claim is undone with a few statements
@@ -46,13 +49,16 @@ _PAGE = 1000         # rows per selection read
 @dataclass(frozen=True)
 class Selector:
     """Which claims to erase: explicit ids, or every claim whose source equals `source` and whose
-    metadata holds each key of `metadata` with that exact value (both, if both are given)."""
+    metadata holds each top-level key of `metadata` with an equal JSON value (`canonical_value`;
+    both, if both are given)."""
 
     ids: tuple[str, ...] = ()
     source: str | None = None
     metadata: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
+        for value in (self.metadata or {}).values():
+            canonical_value(value)  # refuse what is not a JSON value before reading anything
         filtered = self.source is not None or bool(self.metadata)
         if bool(self.ids) == filtered:
             raise BadInputError("give either ids, or a source and/or metadata to select claims by", field="ids")
@@ -111,10 +117,36 @@ def _select_ids(driver: Driver, namespace: str, ids: Sequence[str],
     return [_candidate(c) for c in found], erased
 
 
-def _fragments(metadata: Mapping[str, Any]) -> list[str]:
-    """Each `"key":value` pair as the stored metadata JSON spells it (sorted keys, compact): a
-    substring every matching claim's `metadata_json` contains, so Cypher can pre-filter."""
-    return [json.dumps({k: v}, sort_keys=True, separators=(",", ":"))[1:-1] for k, v in sorted(metadata.items())]
+def canonical_value(value: Any) -> Any:
+    """A metadata value in the form erase-by-metadata compares: the JSON value, not its spelling.
+    Numbers by their exact value (81, 81.0 and 8.1e1 are one value), objects whatever their key order
+    or whitespace, strings after JSON unescaping and otherwise exact, lists in order; true and false
+    are never the numbers 1 and 0 (Python's `True == 1` is not JSON's). Stored metadata may have come
+    from an import, spelt by another JSON encoder than this release's, so the selection never
+    compares text."""
+    if isinstance(value, bool) or value is None:
+        return ("literal", value)
+    if isinstance(value, (int, float)):
+        return ("number", value)  # int == float compares exact values: 81 == 81.0, 10**300 != 1e300
+    if isinstance(value, str):
+        return ("string", value)
+    if isinstance(value, Mapping):
+        return ("object", frozenset((str(k), canonical_value(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return ("list", tuple(canonical_value(v) for v in value))
+    raise BadInputError(f"metadata values must be JSON values, not {type(value).__name__}", field="metadata")
+
+
+def metadata_matches(stored_json: str | None, wanted: Mapping[str, Any]) -> bool:
+    """Does the stored metadata (JSON text) hold every key of `wanted` with an equal value
+    (`canonical_value`)? Text that is not a JSON object never matches."""
+    try:
+        stored = json.loads(stored_json or "{}")
+    except ValueError:
+        return False
+    if not isinstance(stored, dict):
+        return False
+    return all(k in stored and canonical_value(stored[k]) == canonical_value(v) for k, v in wanted.items())
 
 
 def _select_filtered(driver: Driver, namespace: str, selector: Selector,
@@ -126,16 +158,16 @@ def _select_filtered(driver: Driver, namespace: str, selector: Selector,
         records, _, _ = driver.execute_query(
             "MATCH (c:Claim {namespace: $ns}) WITH c, coalesce(c.batch_index, 0) AS pos "
             "WHERE (c.revision > $rev OR (c.revision = $rev AND (pos > $pos OR (pos = $pos AND c.id > $id)))) "
-            "AND ($source IS NULL OR c.source = $source) AND all(f IN $fragments WHERE c.metadata_json CONTAINS f) "
+            # No textual pre-filter on the metadata: the same value has many JSON spellings.
+            "AND ($source IS NULL OR c.source = $source) AND (NOT $by_metadata OR c.metadata_json IS NOT NULL) "
             "RETURN c {.id, .revision, .status, .source, .claim_key, .metadata_json} AS c, pos "
             "ORDER BY c.revision, pos, c.id LIMIT $page",
             ns=namespace, rev=cursor[0], pos=cursor[1], id=cursor[2], source=selector.source,
-            fragments=_fragments(wanted), page=_PAGE, database_=database, routing_="r",
+            by_metadata=bool(wanted), page=_PAGE, database_=database, routing_="r",
         )
         for r in records:
             row = dict(r["c"])
-            meta = json.loads(row.get("metadata_json") or "{}")
-            if all(k in meta and meta[k] == v for k, v in wanted.items()):  # the substring only pre-filtered
+            if metadata_matches(row.get("metadata_json"), wanted):
                 out.append(_candidate(row))
         if len(records) < _PAGE:
             return out
@@ -145,18 +177,21 @@ def _select_filtered(driver: Driver, namespace: str, selector: Selector,
 
 # ------------------------------------------------------------------------------------ one batch
 def erase_batch(driver: Driver, namespace: str, ids: Sequence[str], reason: str,
-                database: str | None = None) -> BatchOutcome | None:
+                database: str | None = None, naming: EntityNaming | None = None) -> BatchOutcome | None:
     """Erase these claims in one transaction at a new revision; None when every one of them was
-    already gone (erased concurrently): nothing is written then."""
+    already gone (erased concurrently): nothing is written then. `naming` lets surviving entities be
+    re-named from the claims left (graph.knowledge.entities.EntityNaming); without it an entity whose
+    name only the erased claims spelled is deleted rather than kept under that name."""
     with driver.session(database=database) as session:
         try:
-            result: BatchOutcome = session.execute_write(_erase_tx, namespace, sorted(set(ids)), reason)
+            result: BatchOutcome = session.execute_write(_erase_tx, namespace, sorted(set(ids)), reason, naming)
         except _NothingToErase:
             return None
     return result
 
 
-def _erase_tx(tx: ManagedTransaction, namespace: str, ids: list[str], reason: str) -> BatchOutcome:
+def _erase_tx(tx: ManagedTransaction, namespace: str, ids: list[str], reason: str,
+              naming: EntityNaming | None) -> BatchOutcome:
     # Here, not at the top: Memory imports this module for its batch bounds, and the entity graph and
     # facts modules are only needed by an erase that writes.
     from palimpsest.graph.knowledge import entities as entity_q
@@ -167,7 +202,7 @@ def _erase_tx(tx: ManagedTransaction, namespace: str, ids: list[str], reason: st
     rows = [dict(r) for r in tx.run(
         "UNWIND $ids AS id MATCH (c:Claim {namespace: $ns, id: id}) "
         "RETURN c.id AS id, c.status AS status, c.claim_key AS key, c.revision AS revision, "
-        "coalesce(c.batch_index, 0) AS pos",
+        "coalesce(c.batch_index, 0) AS pos, c.content AS content",
         ids=ids, ns=namespace,
     )]
     if not rows:
@@ -195,8 +230,9 @@ def _erase_tx(tx: ManagedTransaction, namespace: str, ids: list[str], reason: st
     withdrawn = facts_q.withdraw_supports(tx, namespace, gone)
     out.supports_removed, out.facts_removed = withdrawn.supports, withdrawn.facts
     out.mentions_removed, out.entities_removed = entity_q.withdraw_mentions(tx, namespace, gone, withdrawn.entities,
-                                                                           withdrawn.pairs)
-    out.packets_erased = packet_log.erase_packets(tx, namespace, gone, rev)
+                                                                           withdrawn.pairs, naming)
+    out.packets_erased = packet_log.erase_packets(tx, namespace, gone, rev,
+                                                  {str(r["id"]): str(r["content"] or "") for r in rows})
     out.contradictions_removed, out.supersessions_removed = _tombstone(tx, namespace, gone, rev, reason)
     return out
 
@@ -255,4 +291,5 @@ def _tombstone(tx: ManagedTransaction, namespace: str, ids: list[str], rev: Revi
     return int(record["contradictions"]), int(record["supersessions"])
 
 
-__all__ = ["BATCH", "MAX_BATCH", "BatchOutcome", "Selector", "erase_batch", "select"]
+__all__ = ["BATCH", "MAX_BATCH", "BatchOutcome", "Selector", "canonical_value", "erase_batch", "metadata_matches",
+           "select"]

@@ -1,18 +1,19 @@
 """The optional packet log: what an agent was told, kept so it can be replayed and audited.
 
 An erased claim (graph.lifecycle.erase) must not live on in a logged packet: every logged packet that named
-it — as an item, a contradiction's other side, a belief's support, a supersession — keeps only its
-fingerprint and the facts of the recall (revision, policy, k, valid_at), and replaying it answers
-ERASED with the ids, never the content.
+it — as an item, a contradiction's other side, a belief's support, a supersession — or whose query
+carries its text (`erase_packets`) keeps only its fingerprint and the facts of the recall (revision,
+policy, k, valid_at), and replaying it answers ERASED with the ids, never the content.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from neo4j import Driver, ManagedTransaction
 
 from palimpsest.graph.claims.revisions import Revision
+from palimpsest.graph.text import identifiers
 from palimpsest.schema.errors import ErasedError, NotFoundError
 from palimpsest.schema.models import PACKET_DERIVED, ContextPacket
 
@@ -73,17 +74,62 @@ def _erased(fingerprint: str, ids: list[str], revision: object) -> ErasedError:
                        "its content is gone and it cannot be replayed", field="fingerprint")
 
 
-def erase_packets(tx: ManagedTransaction, namespace: str, claim_ids: Sequence[str], rev: Revision) -> int:
-    """Reduce every logged packet of the namespace that names one of `claim_ids` to a tombstone (its
+def erase_packets(tx: ManagedTransaction, namespace: str, claim_ids: Sequence[str], rev: Revision,
+                  contents: Mapping[str, str] | None = None) -> int:
+    """Reduce every logged packet of the namespace that names one of `claim_ids`, or whose query carries
+    their text (`_queries_carrying`; `contents`: id → the claim's content), to a tombstone (its
     fingerprint, recall parameters and which erased claims it held), in the erasure's transaction.
-    Packets are found by the ids in their JSON: a scan of the namespace's packet log, once per batch."""
+    Packets are found by the ids in their JSON and by their queries: a scan of the namespace's packet
+    log, once per batch."""
     if not claim_ids:
         return 0
+    ids = sorted(set(claim_ids))
+    by_query = _queries_carrying(tx, namespace, contents or {})
     record = tx.run(
         "MATCH (p:PacketLog {namespace: $ns}) WHERE p.packet_json IS NOT NULL "
-        "WITH p, [id IN $ids WHERE p.packet_json CONTAINS id] AS hit WHERE size(hit) > 0 "
-        "SET p.erased_claims = coalesce(p.erased_claims, []) + hit, p.erased_at_revision = $rev, p.erased_at = $at "
+        "WITH p, [id IN $ids WHERE p.packet_json CONTAINS id OR id IN coalesce($by_query[p.fingerprint], [])] AS hit "
+        "WHERE size(hit) > 0 "
+        "SET p.erased_claims = coalesce(p.erased_claims, []) + hit, "
+        "p.erased_at_revision = $rev, p.erased_at = $at "
         "REMOVE p.packet_json, p.query RETURN count(p) AS n",
-        ns=namespace, ids=sorted(set(claim_ids)), rev=rev.number, at=rev.at,
+        ns=namespace, ids=ids, by_query=by_query, rev=rev.number, at=rev.at,
     ).single()
     return 0 if record is None else int(record["n"])
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _queries_carrying(tx: ManagedTransaction, namespace: str, contents: Mapping[str, str]) -> dict[str, list[str]]:
+    """fingerprint → the erased claims whose text a logged packet's query carries: the whole content
+    (case and spacing aside), or one of its names and identifiers (graph.text.identifiers: codes such
+    as "4417-quizzical", hyphenated and capitalised names) that no claim left in the namespace writes.
+    A name other claims still write is not erased text — asking about it is not asking about the erased
+    claim — so packets about it stay. A query that merely paraphrases the claim is not recognised."""
+    texts = {cid: _normal(text) for cid, text in contents.items() if text.strip()}
+    if not texts:
+        return {}
+    names = {cid: {n[1:] for n in identifiers(text)} for cid, text in contents.items()}
+    found: dict[str, dict[str, set[str]]] = {}  # fingerprint → claim id → names it shares (empty: whole text)
+    for row in tx.run("MATCH (p:PacketLog {namespace: $ns}) WHERE p.query IS NOT NULL "
+                      "RETURN p.fingerprint AS fp, p.query AS query", ns=namespace):
+        query = str(row["query"])
+        asked, words = {n[1:] for n in identifiers(query)}, _normal(query)
+        for cid, text in texts.items():
+            if text in words:
+                found.setdefault(str(row["fp"]), {})[cid] = set()
+            elif names[cid] & asked:
+                found.setdefault(str(row["fp"]), {}).setdefault(cid, set()).update(names[cid] & asked)
+    shared = sorted({n for hits in found.values() for ns_ in hits.values() for n in ns_})
+    still_written = {str(r["n"]) for r in tx.run(
+        "MATCH (c:Claim {namespace: $ns}) WHERE c.status <> 'erased' WITH toLower(c.content) AS text "
+        "UNWIND $names AS n WITH n, text WHERE text CONTAINS n RETURN DISTINCT n",
+        ns=namespace, names=shared,
+    )} if shared else set()
+    out: dict[str, list[str]] = {}
+    for fp, hits in found.items():
+        carried = sorted(cid for cid, shared_names in hits.items() if not shared_names or shared_names - still_written)
+        if carried:
+            out[fp] = carried
+    return out

@@ -261,7 +261,7 @@ def test_a_worker_batch_computed_before_an_erasure_does_not_bring_it_back(memory
     assert memory.check().ok
 
 
-KEY_WRITER, KEY_ERASER = "writer-secret-key", "eraser-secret-key"
+KEY_WRITER, KEY_ERASER, KEY_ERASE_ONLY = "writer-secret-key", "eraser-secret-key", "erase-only-secret-key"
 
 
 @pytest.fixture
@@ -269,6 +269,7 @@ def client(runtime: Any, namespace: str) -> Iterator[TestClient]:
     keys = KeyStore.from_json(json.dumps([
         {"name": "writer", "sha256": hash_key(KEY_WRITER), "namespaces": {namespace: ["read", "write"]}},
         {"name": "eraser", "sha256": hash_key(KEY_ERASER), "namespaces": {namespace: ["read", "erase"]}},
+        {"name": "erase-only", "sha256": hash_key(KEY_ERASE_ONLY), "namespaces": {namespace: ["erase"]}},
     ]))
     with TestClient(create_app(runtime, keys=keys)) as c:
         yield c
@@ -296,7 +297,11 @@ def test_erase_is_a_right_of_its_own(client: TestClient, memory: Memory) -> None
     dry = gql(KEY_ERASER, meta={"owner": "ana"}, dry=True)["data"]["erase"]
     assert dry == {"dryRun": True, "matched": 1, "revisions": [], "restored": [],
                    "claims": [{"id": claim.id, "status": "current", "source": "ops"}]}
-    done = gql(KEY_ERASER, ids=[claim.id], dry=False)["data"]["erase"]
+    # A dry run lists what is stored (ids, sources, keys): without the read right it is refused.
+    blind = gql(KEY_ERASE_ONLY, meta={"owner": "ana"}, dry=True)
+    assert [e["extensions"]["code"] for e in blind["errors"]] == ["FORBIDDEN"] and blind["data"] is None
+    assert "ops" not in json.dumps(blind)
+    done = gql(KEY_ERASE_ONLY, ids=[claim.id], dry=False)["data"]["erase"]
     assert done["matched"] == 1 and len(done["revisions"]) == 1
     assert memory.check().ok
 
@@ -324,3 +329,131 @@ def test_the_cli_erases_by_metadata_with_a_dry_run_first(memory: Memory, neo4j: 
         memory.claim(doomed.id or "")
     refused = runner.invoke(app, ["erase", "-n", memory.namespace, "--reason", "no selector"])
     assert refused.exit_code == 1 and "BAD_INPUT" in refused.output
+
+
+# ------------------------------------------------------------------------------------ issue 45
+def _entity_rows(driver: Driver, ns: str) -> list[dict[str, Any]]:
+    rows, _, _ = driver.execute_query(
+        "MATCH (e:Entity {namespace: $ns}) RETURN e.id AS id, e.name AS name, e.canonical AS canonical, "
+        "e.aliases AS aliases, e.embedding IS NOT NULL AS embedded ORDER BY id", ns=ns)
+    return [dict(r) for r in rows]
+
+
+def test_an_entity_is_renamed_from_the_claims_left(runtime: Any, memory: Memory, driver: Driver) -> None:
+    doomed = memory.ingest("Zorbulax Q. Quentavian approved the Orlov budget", "board")
+    kept = memory.ingest("Zorbulax Quentavian signed the lease", "board")
+    odd = memory.ingest("Minutes: BRISKET-HALVORSEN attended", "board")
+    doomed_too = memory.ingest("Brisket J. Halvorsen chaired the Orlov meeting", "board")
+    vector = [float(x) for x in runtime.embedder.embed(["Zorbulax Q. Quentavian"])[0]]
+    # As the worker leaves them: named by the first claim (with the initial), the later spelling an
+    # alias; the second entity's only stored spelling is the erased claim's.
+    zorb, brisket = "ent-zorbulax", "ent-brisket"
+    with driver.session() as session:
+        session.execute_write(write_entity_batch, memory.namespace, EntityBatch(
+            new_entities=[{"id": zorb, "name": "Zorbulax Q. Quentavian", "canonical": "zorbulax q quentavian",
+                           "type": "person", "revision": doomed.revision, "embedding": vector},
+                          {"id": brisket, "name": "Brisket J. Halvorsen", "canonical": "brisket j halvorsen",
+                           "type": "person", "revision": doomed_too.revision, "embedding": vector}],
+            aliases=[{"id": zorb, "alias": "Zorbulax Quentavian"}, {"id": brisket, "alias": "Brisket Halvorsen"}],
+            mentions=[{"claim": doomed.id, "entity": zorb, "revision": doomed.revision},
+                      {"claim": kept.id, "entity": zorb, "revision": kept.revision},
+                      {"claim": doomed_too.id, "entity": brisket, "revision": doomed_too.revision},
+                      {"claim": odd.id, "entity": brisket, "revision": odd.revision}]))
+
+    memory.erase([doomed.id or "", doomed_too.id or ""], reason="asked")
+
+    rows = {r["id"]: r for r in _entity_rows(driver, memory.namespace)}
+    assert rows[zorb] | {"id": zorb} == {"id": zorb, "name": "Zorbulax Quentavian", "canonical": "zorbulax quentavian",
+                                         "aliases": [], "embedded": False}
+    # No stored spelling survives: the remaining claim's own spelling names it.
+    assert rows[brisket]["name"] == "BRISKET-HALVORSEN" and rows[brisket]["canonical"] == "brisket halvorsen"
+    assert rows[brisket]["aliases"] == [] and not rows[brisket]["embedded"]
+    for needle in ("q. quentavian", "q quentavian", "j. halvorsen", "j halvorsen", "orlov"):
+        assert _text_anywhere(driver, memory.namespace, needle) == [], needle
+    assert _vector_anywhere(driver, memory.namespace, vector) == []
+    exported = "\n".join(memory.export_lines()).lower()
+    assert "q. quentavian" not in exported and "q quentavian" not in exported and "halvorsen" in exported
+    assert memory.entity(zorb).name == "Zorbulax Quentavian"
+    assert memory.check().ok
+
+
+def test_erase_by_metadata_matches_any_json_spelling(memory: Memory, driver: Driver) -> None:
+    plain = memory.ingest("customer 81 called about the invoice", "crm", metadata={"customer": 81})
+    imported = memory.ingest("customer 81 asked for a refund", "crm", metadata={"customer": 81, "tier": "gold"})
+    as_float = memory.ingest("customer 82 moved house", "crm", metadata={"customer": 82})
+    boolean = memory.ingest("flag holder", "crm", metadata={"customer": True})
+    # As another encoder spelt them (an import): spaces, key order, a float for an integer.
+    for cid, text in ((imported.id, '{ "tier" : "gold",  "customer" : 81 }'), (as_float.id, '{"customer": 82.0}')):
+        driver.execute_query("MATCH (c:Claim {namespace: $ns, id: $id}) SET c.metadata_json = $j",
+                             ns=memory.namespace, id=cid, j=text)
+
+    dry = memory.erase(metadata={"customer": 81.0}, reason="x", dry_run=True)
+    assert [c.id for c in dry.claims] == [plain.id, imported.id]
+    assert [c.id for c in memory.erase(metadata={"customer": 82}, reason="x", dry_run=True).claims] == [as_float.id]
+    assert [c.id for c in memory.erase(metadata={"customer": 1}, reason="x", dry_run=True).claims] == []
+    assert [c.id for c in memory.erase(metadata={"customer": True}, reason="x", dry_run=True).claims] == [boolean.id]
+    done = memory.erase(metadata={"customer": 81}, reason="customer 81 asked")
+    assert done.matched == 2 and _text_anywhere(driver, memory.namespace, "refund") == []
+
+
+def test_a_logged_packet_whose_query_quotes_the_erased_text_goes(runtime: Any, namespace: str,
+                                                               driver: Driver) -> None:
+    mem = Memory(runtime, namespace, log_packets=True)
+    mem.ingest("The Hyperion vault opens at noon", "ops")
+    asked_before = mem.recall("is 4417-QUIZZICAL the Hyperion vault code?", k=1)  # before the secret existed
+    secret = mem.ingest(SECRET, "vault-log")
+    quoted = mem.recall(f"{SECRET.lower()}?", k=1)
+    unrelated = mem.recall("when does the Hyperion vault open?", k=1)
+    assert secret.id not in {it.id for it in asked_before.items}
+
+    result = mem.erase([secret.id or ""], reason="leaked secret")
+
+    assert result.packets_erased >= 2
+    for packet in (asked_before, quoted):
+        with pytest.raises(ErasedError) as replayed:
+            mem.replay(packet.fingerprint)
+        assert secret.id in replayed.value.message and "4417" not in replayed.value.message
+    assert mem.replay(unrelated.fingerprint).packet.query == unrelated.query
+    assert _text_anywhere(driver, namespace, "quizzical") == []
+    assert mem.check().ok
+
+
+def test_an_interrupted_erase_says_what_it_committed(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    from palimpsest.graph.db.errors import RETRY_SAFE
+    from palimpsest.graph.lifecycle import erase as erase_q
+    from palimpsest.schema.errors import UnavailableError
+
+    claims = memory.ingest_many([{"content": f"bulk note {i}", "source": "bulk"} for i in range(5)])
+    real, calls = erase_q.erase_batch, []
+
+    def outage_on_third(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[2])
+        if len(calls) == 3:  # the database goes away between the second and the third batch
+            raise UnavailableError(f"the database is unavailable (ServiceUnavailable): {RETRY_SAFE}")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(erase_q, "erase_batch", outage_on_third)
+    with pytest.raises(UnavailableError) as stopped:
+        memory.erase(source="bulk", reason="asked", batch_size=2)
+    message = stopped.value.message
+    assert "nothing was committed" not in message
+    assert "batch 3 of 3" in message and "2 batch(es) had committed" in message and "4 claim(s)" in message
+    assert memory.stats().claims_by_status == {"current": 1}
+    monkeypatch.setattr(erase_q, "erase_batch", real)
+    rest = memory.erase(source="bulk", reason="asked")
+    assert [c.id for c in rest.claims] == [claims.ids[4]] and len(rest.revisions) == 1
+    assert memory.check().ok
+
+
+def test_an_erase_empties_this_process_caches_of_text(runtime: Any, memory: Memory) -> None:
+    from palimpsest.graph import text
+
+    secret = memory.ingest(SECRET, "vault-log")
+    memory.recall("Vantablack vault code 4417-QUIZZICAL", k=1)
+    # The embedder's query cache (text → vector) and the memoised analyses hold the text now.
+    assert "Vantablack vault code 4417-QUIZZICAL" in runtime.embedder._cache
+    assert text._analysed.cache_info().currsize > 0
+    memory.erase([secret.id or ""], reason="leaked")
+    assert "Vantablack vault code 4417-QUIZZICAL" not in runtime.embedder._cache
+    assert not runtime.embedder._text_cache and text._analysed.cache_info().currsize == 0
+    assert runtime.mentions is None or memory.namespace not in runtime.mentions._graphs

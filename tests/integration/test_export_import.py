@@ -193,3 +193,58 @@ def test_remap_gives_fresh_ids_and_merges_after_a_non_empty_namespace(runtime: A
     finally:
         for ns in (copy_ns, merged_ns, namespace + "-clash"):
             drop_namespace(driver, ns)
+
+
+def test_the_purge_path_export_drop_import_carries_no_erased_text(runtime: Any, namespace: str,
+                                                                  driver: Driver) -> None:
+    """docs/OPERATIONS.md, "What an erase leaves on disk": the namespace exported after an erasure, and
+    imported into a fresh database (here: a fresh namespace), holds neither the erased text nor the
+    bytes of its vector."""
+    from palimpsest.graph.lifecycle import export_format
+
+    mem = Memory(runtime, namespace, log_packets=True)
+    mem.ingest("The Zorbulax Q. Quentavian account number is 7731-PERIWINKLE.", "crm", metadata={"customer": 81})
+    mem.ingest("Zorbulax Quentavian prefers email.", "crm")
+    secret_id = mem.recall("what is the Zorbulax Q. Quentavian account number?", k=2).items[0].id
+    records, _, _ = driver.execute_query("MATCH (c:Claim {id: $id}) RETURN c.embedding AS e", id=secret_id)
+    vector_bytes = export_format.encode_vector([float(x) for x in records[0]["e"]])
+    mem.run_projections()
+    mem.erase(metadata={"customer": 81.0}, reason="customer 81 asked")
+
+    exported = list(mem.export_lines())
+    text = "\n".join(exported)
+    for needle in ("periwinkle", "7731", "q. quentavian", "account number"):
+        assert needle not in text.lower(), needle
+    assert json.dumps(vector_bytes)[1:-1] not in text
+    copy_ns = f"{namespace}-purged"
+    try:
+        Memory(runtime, copy_ns).import_lines(exported, remap=True)
+        found, _, _ = driver.execute_query(
+            "MATCH (n) WHERE n.namespace = $ns UNWIND keys(n) AS k WITH n[k] AS v WHERE v IS :: STRING "
+            "AND toLower(v) CONTAINS 'periwinkle' RETURN count(*) AS n", ns=copy_ns)
+        assert found[0]["n"] == 0
+        assert Memory(runtime, copy_ns).check().ok
+    finally:
+        drop_namespace(driver, copy_ns)
+
+
+def test_a_stalled_export_releases_the_write_lock(memory: Memory) -> None:
+    import threading
+    import time
+
+    from palimpsest.graph.lifecycle.export import ExportTimeoutError
+
+    memory.ingest("The export bound is tested here", "test")
+    lines = memory.export_lines(lock_seconds=1.5)
+    assert json.loads(next(lines))["kind"] == "header"  # the lock is taken
+    time.sleep(3.5)  # the consumer stalls past the bound
+    wrote: list[Any] = []
+    writer = threading.Thread(target=lambda: wrote.append(memory.ingest("written while the export stalled", "t")))
+    writer.start()
+    writer.join(20)
+    assert wrote and wrote[0].ok, "a writer still waits on the stalled export's lock"
+    with pytest.raises(ExportTimeoutError) as ended:
+        next(lines)
+    assert ended.value.code == "TIMEOUT" and ended.value.field == "lock_seconds"
+    with pytest.raises(BadInputError):
+        next(memory.export_lines(lock_seconds=0))
