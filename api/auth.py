@@ -4,10 +4,13 @@ Configuration, from the environment (read by palimpsest.settings):
   PALIMPSEST_API_KEYS_FILE  path to a JSON list, or
   PALIMPSEST_API_KEYS       the JSON list itself:
     [{"name": "agent-a", "sha256": "<hex of sha256(key)>", "namespaces": {"ops": ["read", "write"]}}]
-Rights: `read`, `write` and `erase`. Erasing (removing claims' content for good, api.memory.Memory.erase)
+Rights: `read`, `write`, `erase` and `admin`. Erasing (removing claims' content for good, api.memory.Memory.erase)
 is its own right, granted apart from `write`: an agent that may write memory should not, by that
 alone, be able to destroy the audit trail. An erase's dry run lists what is stored (ids, sources, keys),
-so it needs `read` as well.
+so it needs `read` as well. `admin` is what changes what a namespace's readers get or what the server
+spends on them — registering a policy, setting the namespace's default, undoing an inferred supersession:
+a policy decides every reader's ranking and which models every recall and the worker call, so a key
+that may only write claims must not be able to choose it.
 With neither set the service runs in *local mode*: every caller may read and write every
 namespace. That is for `make run` on a laptop (the server binds 127.0.0.1); never expose it.
 
@@ -28,8 +31,8 @@ from typing import Literal
 from palimpsest.schema.errors import BadInputError, ForbiddenError, UnauthenticatedError
 from palimpsest.settings import Settings
 
-Right = Literal["read", "write", "erase"]
-RIGHTS: frozenset[str] = frozenset({"read", "write", "erase"})
+Right = Literal["read", "write", "erase", "admin"]
+RIGHTS: frozenset[str] = frozenset({"read", "write", "erase", "admin"})
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,7 @@ class KeyStore:
             grants = {str(ns): frozenset(str(r) for r in rights) for ns, rights in raw["namespaces"].items()}
             for rights in grants.values():
                 if not rights <= RIGHTS:
-                    raise ValueError(f"API key {raw.get('name')!r}: rights are 'read', 'write' and 'erase'")
+                    raise ValueError(f"API key {raw.get('name')!r}: rights are 'read', 'write', 'erase' and 'admin'")
             entries.append(KeyEntry(str(raw["name"]), digest, grants))
         return cls(entries)
 

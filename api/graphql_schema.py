@@ -326,23 +326,26 @@ class Mutation:
         return t.EraseResult.from_pydantic(res)
 
     @strawberry.mutation(description="Undo one inferred supersession at a new revision (like a retraction): the "
-                                     "older claim is current again, and the worker will not infer the pair again.")
+                                     "older claim is current again, and the worker will not infer the pair again. "
+                                     "Needs the admin right: it changes what every reader of the namespace gets.")
     async def undo_inference(self, info: strawberry.Info, newer_id: str, older_id: str, reason: str,
                              namespace: NS = None) -> t.UndoInferenceResult:
         return t.UndoInferenceResult.from_pydantic(await call(
-            info, namespace, "write", lambda mem: mem.undo_inferred(newer_id, older_id, reason)))
+            info, namespace, "admin", lambda mem: mem.undo_inferred(newer_id, older_id, reason)))
 
-    @strawberry.mutation
+    @strawberry.mutation(description="Register a policy version (needs the admin right: a policy decides every "
+                                     "reader's ranking and which models recalls and the worker call).")
     async def register_policy(self, info: strawberry.Info, input: t.PolicyInput,
                               namespace: NS = None) -> t.Policy:
-        pol = await call(info, namespace, "write", lambda mem: mem.register_policy(input.to_raw()))
+        pol = await call(info, namespace, "admin", lambda mem: mem.register_policy(input.to_raw()))
         return t.Policy.from_pydantic(pol)
 
     @strawberry.mutation(description="Make a registered policy version the namespace's default (for recalls "
-                                     "without a version and for the worker, in every process), at a new revision.")
+                                     "without a version and for the worker, in every process), at a new revision. "
+                                     "Needs the admin right.")
     async def set_default_policy(self, info: strawberry.Info, version: str,
                                  namespace: NS = None) -> t.NamespaceSettings:
-        found = await call(info, namespace, "write", lambda mem: mem.set_default_policy(version))
+        found = await call(info, namespace, "admin", lambda mem: mem.set_default_policy(version))
         return t.NamespaceSettings.from_pydantic(found)
 
 

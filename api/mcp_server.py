@@ -10,7 +10,8 @@ reach the port can call it, so it takes the API keys GraphQL takes (api/auth.py,
 `Authorization: Bearer <key>` or `X-API-Key` headers): `KeyGuard` answers 401 before any MCP
 message is read when the key is missing or wrong, and 403 when it has no right on the namespace;
 each tool then checks the right it needs (read: recall, recall_rounds, ask, history; write: remember,
-retract; erase: erase, a right of its own as on every face). With
+retract; erase: erase, a right of its own as on every face). No tool registers a policy, sets the
+namespace's default or undoes an inference: those need the admin right, on GraphQL. With
 no keys configured HTTP is in local mode, open like GraphQL's.
 """
 

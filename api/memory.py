@@ -163,7 +163,13 @@ def _interrupted(exc: Exception, batch: int, batches: int, revisions: Sequence[i
     return PalimpsestError(message)
 
 class Memory:
-    """One namespace's memory. Cheap to create; share the Runtime between many."""
+    """One namespace's memory. Cheap to create; share the Runtime between many.
+
+    A Memory built in-process is the operator: it holds the database's own driver, so it checks no API
+    key and may do what every right allows (api.auth: `register_policy`, `set_default_policy` and
+    `undo_inferred` are `admin` on the served faces, which check the key before calling here). The models
+    it may call are still the operator's allow-list (`Runtime.models`, from the settings).
+    """
 
     def __init__(self, runtime: Runtime, namespace: str = "default", *, log_packets: bool = False) -> None:
         self.rt = runtime

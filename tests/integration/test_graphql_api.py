@@ -36,7 +36,7 @@ def tenants(namespace: str, runtime: Any) -> Iterator[tuple[str, str]]:
 def client(runtime: Any, tenants: tuple[str, str]) -> Iterator[TestClient]:
     ns_a, ns_b = tenants
     keys = KeyStore.from_json(json.dumps([
-        {"name": "a", "sha256": hash_key(KEY_A), "namespaces": {ns_a: ["read", "write"]}},
+        {"name": "a", "sha256": hash_key(KEY_A), "namespaces": {ns_a: ["read", "write", "admin"]}},
         {"name": "b", "sha256": hash_key(KEY_B), "namespaces": {ns_b: ["read", "write"]}},
         {"name": "ro", "sha256": hash_key(KEY_RO), "namespaces": {ns_a: ["read"]}},
     ]))

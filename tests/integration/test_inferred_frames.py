@@ -169,15 +169,22 @@ def test_recall_finds_the_new_claim_through_the_old_wording(memory: Memory, driv
 def test_graphql_lists_and_undoes_inferred_links(memory: Memory, driver: Driver, runtime: Any) -> None:
     [[old_id], [new_id]] = rounds(memory, ["The Starter bundle is billed at $9 per seat each month."],
                                   ["From March on, a seat on the Starter bundle costs $11 a month."])
-    key = "frames-key"
-    keys = KeyStore.from_json(json.dumps([{"name": "a", "sha256": hash_key(key),
-                                           "namespaces": {memory.namespace: ["read", "write"]}}]))
+    key, writer = "frames-key", "frames-writer"
+    keys = KeyStore.from_json(json.dumps([
+        {"name": "a", "sha256": hash_key(key), "namespaces": {memory.namespace: ["read", "admin"]}},
+        {"name": "w", "sha256": hash_key(writer), "namespaces": {memory.namespace: ["read", "write"]}}]))
     with TestClient(create_app(runtime, keys=keys)) as client:
-        def gql(query: str, **variables: Any) -> dict[str, Any]:
+        def gql(query: str, as_key: str = key, **variables: Any) -> dict[str, Any]:
             resp = client.post("/graphql", json={"query": query, "variables": variables},
-                               headers={"Authorization": f"Bearer {key}"})
+                               headers={"Authorization": f"Bearer {as_key}"})
             body: dict[str, Any] = resp.json()
             return body
+
+        # Undoing an inference changes what every reader gets: the admin right, not write.
+        refused = gql("mutation($n: String!, $o: String!) { undoInference(newerId: $n, olderId: $o, reason: \"x\") "
+                      "{ revision } }", as_key=writer, n=new_id, o=old_id)
+        assert refused["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+        assert memory.claim(old_id).status != "current"
 
         listed = gql("query($ids: [String!]) { inferredLinks(claimIds: $ids) { newerId olderId kind confidence "
                      "reason active } }", ids=[new_id])
