@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from palimpsest.api.allowed_models import AllowedModels
 from palimpsest.api.runtime import Runtime
 from palimpsest.extraction.reader import Reader, ReaderOptions, Reading
 from palimpsest.graph import policies
@@ -35,7 +36,7 @@ from palimpsest.graph.recall import rounds as rounds_q
 from palimpsest.graph.recall import router as router_q
 from palimpsest.schema import limits
 from palimpsest.schema.ask import AskResult, FusedItem, MultiRoundRecall, ReaderCost, RecallRound, RoundOrigin
-from palimpsest.schema.errors import BadInputError, LimitExceededError
+from palimpsest.schema.errors import BadInputError, LimitExceededError, UnavailableError
 from palimpsest.schema.models import ContextPacket, Policy
 
 if TYPE_CHECKING:
@@ -173,9 +174,15 @@ def recall_rounds(mem: Recalls, query: str, *, rounds: int | None = None, k: int
 def ask(mem: Recalls, question: str, *, llm_model: str | None = None, rounds: int | None = None,
         expansion: str | None = None, k: int | None = None, policy_version: str | None = None,
         as_of_revision: int | None = None, valid_at: datetime | date | str | None = None,
-        options: ReaderOptions | None = None, explain: bool = False) -> AskResult:
+        options: ReaderOptions | None = None, explain: bool = False,
+        models: AllowedModels | None = None) -> AskResult:
     """Answer `question` from memory (module docstring): rounds of recall, the reader on their fused
-    items after each, and the answer with the claim ids it rests on."""
+    items after each, and the answer with the claim ids it rests on.
+
+    `models` is the operator's allow-list (by default none allowed): a caller's `llm_model` not on it is
+    refused before any recall runs (BadInputError); a policy's `reader_model` not on it any more (the
+    list changed after the policy was registered) makes the reader unavailable (UnavailableError)."""
+    allowed = models if models is not None else AllowedModels()
     if not isinstance(question, str) or not question.strip():
         raise BadInputError("question must not be empty", field="question")
     try:
@@ -192,6 +199,8 @@ def ask(mem: Recalls, question: str, *, llm_model: str | None = None, rounds: in
     if llm_model is not None and (not isinstance(llm_model, str) or not llm_model.strip()
                                   or len(llm_model) > 200):
         raise BadInputError("llm_model must be a litellm model name of 1-200 characters", field="llm_model")
+    if llm_model is not None:
+        allowed.check("llm", llm_model.strip(), "llm_model")
     state = Rounds(mem, question, k=k, policy_version=policy_version, as_of_revision=as_of_revision,
                    valid_at=valid_at, explain=explain)
     first = state.run(question.strip(), "question", [])
@@ -202,6 +211,9 @@ def ask(mem: Recalls, question: str, *, llm_model: str | None = None, rounds: in
     if not model:
         raise BadInputError(f"no reader model: policy {policy.version!r} has no reader_model; pass llm_model",
                             field="llm_model")
+    if not allowed.allows("llm", model):
+        raise UnavailableError(f"policy {policy.version!r}: its reader_model is not on the server's allow-list "
+                               "(PALIMPSEST_ALLOWED_LLM_MODELS); pass an allowed llm_model", field="llm_model")
     total = wanted if wanted is not None else policy.ask_rounds
     how = expansion or policy.ask_expansion
     if state.one_hop:  # the reader's thought cannot be checked for a bridge: one round

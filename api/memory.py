@@ -417,6 +417,8 @@ class Memory:
             # would promise what no recall under the policy does.
             raise BadInputError(f"embedding_model {policy.embedding_model!r} is not served here: this server embeds "
                                 f"with {served!r}", field="embedding_model")
+        # Every model the policy would have the server call or load is the operator's to allow.
+        self.rt.models.check_policy(policy)
         return policies.register_policy(self.rt.driver, self.namespace, policy, self._db)
 
     def set_default_policy(self, version: str) -> NamespaceSettings:
@@ -597,7 +599,8 @@ class Memory:
                                 explain=explain, route=decision.stages if decision is not None else (),
                                 mentions=self.rt.mentions,
                                 # the model rerankers with the process's options (extraction.rerank.configure)
-                                rerank_scorer=rerank_models.process_options(),
+                                # (one the allow-list no longer holds is unavailable, and the packet says so)
+                                rerank_scorer=self.rt.models.guard_scorer(rerank_models.process_options()),
                                 # (an embedder without a text cache — a benchmark's wrapper — leaves the
                                 # sentence reranker unavailable, which the packet says)
                                 embed_texts=getattr(self.rt.embedder, "embed_cached", None),
@@ -636,6 +639,8 @@ class Memory:
             return router_q.held(pol, held), None
         if pol.router == "rules" or not pol.router_model:
             return router_q.route(text, pol, later_rounds=later_rounds), None
+        if not self.rt.models.allows("llm", pol.router_model):  # stored before the allow-list changed
+            return router_q.decide(pol, router_q.features(text), "llm-unavailable", later_rounds=later_rounds), None
         if pol.router_model not in asked:
             asked[pol.router_model] = classify_question(text, pol.router_model, self.rt.reader)
         verdict, cost = asked[pol.router_model]
@@ -693,14 +698,16 @@ class Memory:
             >>> mem.ask("Who directed the film the studio made in 1997?", llm_model="gpt-4o-mini").answer
 
         Raises:
-            BadInputError: an empty question, no model, bad `rounds` / `expansion`.
-            UnavailableError: the reader's call failed (field `llm_model`).
+            BadInputError: an empty question, no model, bad `rounds` / `expansion`, an `llm_model` the
+                operator does not allow (`Runtime.models`).
+            UnavailableError: the reader's call failed, or the policy's reader_model is not allowed any
+                more (field `llm_model`; the provider's own text goes to the log, not the caller).
         """
         from palimpsest.api.ask import ask
 
         return ask(self, question, llm_model=llm_model, rounds=rounds, expansion=expansion, k=k,
                    policy_version=policy_version, as_of_revision=as_of_revision, valid_at=valid_at,
-                   options=self.rt.reader, explain=explain)
+                   options=self.rt.reader, explain=explain, models=self.rt.models)
 
     # ---- inferred supersession ------------------------------------------------------------
     def inferred_links(self, claim_ids: Sequence[str] | None = None, *, as_of_revision: int | None = None,

@@ -12,6 +12,7 @@ from types import TracebackType
 
 from neo4j import Driver
 
+from palimpsest.api.allowed_models import AllowedModels
 from palimpsest.extraction.embeddings import Embedder, shared_embedder
 from palimpsest.extraction.reader import ReaderOptions
 from palimpsest.graph.db.connection import Neo4jSettings, ServerInfo, guard, open_driver, server_info
@@ -42,6 +43,9 @@ class Runtime:
     # MENTIONS edges in all (PALIMPSEST_MENTION_CACHE_EDGES; 0 turns it off): an accelerator, packets
     # are the same without it.
     mentions: MentionCache | None = None
+    # The models this process may call or load (api.allowed_models): the operator's allow-lists from the
+    # settings; by default none, so a runtime built without settings calls no model a policy names.
+    models: AllowedModels = field(default_factory=AllowedModels)
 
     def __post_init__(self) -> None:
         # Every face reaches Neo4j through the guard (graph.db.errors, graph.db.deadline), whoever built the driver.
@@ -68,7 +72,8 @@ class Runtime:
             driver.close()
             raise
         return cls(neo4j, driver, embedder, version,
-                   mentions=MentionCache(config.mention_cache_edges, driver, neo4j.database))
+                   mentions=MentionCache(config.mention_cache_edges, driver, neo4j.database),
+                   models=AllowedModels.from_settings(config))
 
     def info(self) -> ServerInfo:
         if self._info is None:

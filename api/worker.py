@@ -227,7 +227,12 @@ class ProjectionWorker:
         problems: list[str] = []
         for wanted in ([self.config.policy_version] if self.config.policy_version else []) + [default]:
             try:
-                return policies.get_policy(self.rt.driver, namespace, wanted, self._db), problems
+                found = policies.get_policy(self.rt.driver, namespace, wanted, self._db)
+                # A model the operator no longer allows is not called: its stage runs offline, noted.
+                allowed, notes = self.rt.models.for_worker(found)
+                for note in notes:
+                    log.warning(note)
+                return allowed, problems + notes
             except NotFoundError:
                 note = f"policy {wanted!r} is not registered in {namespace!r}; using "
                 note += f"{default!r}" if wanted != default else f"{DEFAULT_POLICY.version!r}"

@@ -131,9 +131,11 @@ class Reader:
             )
         except Exception as exc:  # provider, network, validation: no answer, and say why
             cost.failed_calls += 1
-            problem = f"reader {self.model!r}: {type(exc).__name__}: {exc}"[:300]
-            log.warning("%s", problem)
-            raise UnavailableError(problem, field="llm_model") from None
+            # The provider's text (its URL, account, quota, a local port's answer) goes to the log; the
+            # caller learns only that the reader failed, and which model, so nothing of the server leaks.
+            log.warning("reader %r: %s: %s", self.model, type(exc).__name__, str(exc)[:1000])
+            raise UnavailableError(f"the reader {self.model!r} failed ({type(exc).__name__}); the server log "
+                                   "has the provider's answer", field="llm_model") from None
         self._account(raw, cost)
         return check_citations(verdict, [it.id for it in items])
 

@@ -122,6 +122,15 @@ def _sha256(key: str, raw: str) -> str:
     return value
 
 
+def _names(key: str, raw: str) -> tuple[str, ...]:
+    # An allow-list: comma-separated names, each without spaces or control characters, in the order given.
+    names = tuple(dict.fromkeys(n.strip() for n in raw.split(",") if n.strip()))
+    for name in names:
+        if len(name) > 500 or any(ch.isspace() or not ch.isprintable() for ch in name):
+            raise _bad(key, "comma-separated model names (each at most 500 characters, no spaces)", raw)
+    return names
+
+
 def _var(name: str, parse: Parser) -> dict[str, Any]:
     return {"env": name, "parse": parse}
 
@@ -167,6 +176,12 @@ class Settings:
     mention_cache_edges: int = field(default=DEFAULT_MENTION_CACHE_EDGES,
                                      metadata=_var("PALIMPSEST_MENTION_CACHE_EDGES", _whole(0)))
     embedding_model: str = field(default=DEFAULT_EMBEDDING_MODEL, metadata=_var("PALIMPSEST_EMBEDDING_MODEL", _text))
+    # The models the server may call or load, the operator's alone (api.allowed_models): a policy or a
+    # caller naming another is refused. Empty by default: nothing the project ships offline needs one.
+    allowed_llm_models: tuple[str, ...] = field(default=(), metadata=_var("PALIMPSEST_ALLOWED_LLM_MODELS", _names))
+    allowed_rerank_models: tuple[str, ...] = field(default=(),
+                                                   metadata=_var("PALIMPSEST_ALLOWED_RERANK_MODELS", _names))
+    allowed_nli_models: tuple[str, ...] = field(default=(), metadata=_var("PALIMPSEST_ALLOWED_NLI_MODELS", _names))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from neo4j import Driver
 
+from palimpsest.api.allowed_models import AllowedModels
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -131,6 +133,22 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         )
 
 
+# The models the tests' runtime allows, as an operator would list them (PALIMPSEST_ALLOWED_LLM_MODELS):
+# the names the tests call through litellm with mocked responses. A test that loads a model from a
+# temporary directory allows that path itself (monkeypatching `runtime.models`).
+TEST_MODELS = AllowedModels(llm=frozenset({"gpt-4o-mini", "openai/gpt-4o-mini"}))
+
+
+def allow_models(monkeypatch: pytest.MonkeyPatch, runtime: Any, **names: str) -> None:
+    """Let `runtime` call or load these models too for one test, as an operator listing them would:
+    `allow_models(monkeypatch, rt, rerank=str(path))` (kinds: llm, rerank, nli)."""
+    from dataclasses import replace
+
+    current = runtime.models
+    monkeypatch.setattr(runtime, "models", replace(current, **{
+        kind: getattr(current, kind) | {name} for kind, name in names.items()}))
+
+
 @pytest.fixture(scope="session")
 def runtime(driver: Driver, embedder: Any, neo4j: Neo4jHandle) -> Any:
     from palimpsest.api.runtime import Runtime
@@ -138,7 +156,7 @@ def runtime(driver: Driver, embedder: Any, neo4j: Neo4jHandle) -> Any:
     from palimpsest.schema.migrate import schema_meta
 
     meta = schema_meta(driver) or {}
-    return Runtime(Neo4jSettings(uri=neo4j.uri), driver, embedder, int(meta.get("version", 0)))
+    return Runtime(Neo4jSettings(uri=neo4j.uri), driver, embedder, int(meta.get("version", 0)), models=TEST_MODELS)
 
 
 @pytest.fixture

@@ -42,7 +42,7 @@ def scripted(answers: list[dict[str, Any]]) -> tuple[Callable[..., Any], list[st
 
 
 def reader_memory(runtime: Any, driver: Any, namespace: str, options: ReaderOptions) -> Memory:
-    rt = Runtime(runtime.settings, driver, runtime.embedder, runtime.schema_version, reader=options)
+    rt = Runtime(runtime.settings, driver, runtime.embedder, runtime.schema_version, models=runtime.models, reader=options)
     return Memory(rt, namespace)
 
 
@@ -135,7 +135,8 @@ def test_ask_offline_expansion_reads_once(runtime: Any, driver: Any, namespace: 
     assert [r.origin for r in thought.rounds] == ["question"]
 
 
-def test_ask_bad_input_and_failed_reader(runtime: Any, driver: Any, namespace: str) -> None:
+def test_ask_bad_input_and_failed_reader(runtime: Any, driver: Any, namespace: str,
+                                         caplog: pytest.LogCaptureFixture) -> None:
     memory = reader_memory(runtime, driver, namespace, ReaderOptions())
     _seed(memory)
     cases: list[tuple[dict[str, Any], str]] = [
@@ -152,7 +153,9 @@ def test_ask_bad_input_and_failed_reader(runtime: Any, driver: Any, namespace: s
     memory.rt.reader = ReaderOptions(completion_kwargs={"mock_response": Exception("provider down")})
     with pytest.raises(UnavailableError) as failed:
         memory.ask(QUESTION, llm_model=MODEL)
-    assert failed.value.field == "llm_model" and "provider down" in failed.value.message
+    # The provider's own text goes to the server log, never to the caller.
+    assert failed.value.field == "llm_model" and "provider down" not in failed.value.message
+    assert "provider down" in caplog.text
     # The reader model can come from the policy instead of the call.
     memory.register_policy({"version": "reader-v1", "reader_model": MODEL, "ask_rounds": 1})
     answer = {"thought": "", "answer": "", "cited_ids": [], "not_in_memory": True}
@@ -163,7 +166,7 @@ def test_ask_bad_input_and_failed_reader(runtime: Any, driver: Any, namespace: s
 
 @pytest.fixture
 def reader_runtime(runtime: Any, driver: Any) -> Runtime:
-    return Runtime(runtime.settings, driver, runtime.embedder, runtime.schema_version)
+    return Runtime(runtime.settings, driver, runtime.embedder, runtime.schema_version, models=runtime.models)
 
 
 def test_faces_graphql_cli_mcp(reader_runtime: Runtime, namespace: str, neo4j: Any,
@@ -216,6 +219,7 @@ def test_faces_graphql_cli_mcp(reader_runtime: Runtime, namespace: str, neo4j: A
 
     # CLI: its own Runtime from the environment, with the mocked reader plumbed in.
     monkeypatch.setenv("NEO4J_URI", neo4j.uri)
+    monkeypatch.setenv("PALIMPSEST_ALLOWED_LLM_MODELS", MODEL)  # the operator allows the reader
     original = Runtime.from_env.__func__  # type: ignore[attr-defined]
 
     def with_reader(cls: type[Runtime]) -> Runtime:

@@ -27,6 +27,7 @@ from palimpsest.extraction.contradiction import DetectorOptions, HeuristicDetect
 from palimpsest.graph import projections as proj
 from palimpsest.schema.errors import ProjectionsTimeoutError
 from palimpsest.schema.models import ContextPacket, ContradictionSettings, Policy
+from tests.conftest import allow_models
 
 pytestmark = pytest.mark.integration
 
@@ -295,7 +296,9 @@ def test_a_failing_detector_is_counted_and_the_rest_still_commit(memory: Memory,
     assert report.edges_created == 1 and report.caught_up
 
 
-def test_policy_selects_detectors_and_unloadable_nli_degrades(memory: Memory, runtime: Any, tmp_path: Path) -> None:
+def test_policy_selects_detectors_and_unloadable_nli_degrades(memory: Memory, runtime: Any, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    allow_models(monkeypatch, runtime, nli=str(tmp_path / "missing-model"))  # listed by the operator
     memory.register_policy(Policy(version="nli-too", contradiction=ContradictionSettings(
         detectors=("heuristic", "nli"), nli_model=str(tmp_path / "missing-model"))))
     memory.ingest(LAT_800, source="a")

@@ -17,6 +17,7 @@ from palimpsest.extraction.rerank import RerankOptions, configure, cross_encoder
 from palimpsest.graph.recall.dedup import jaccard
 from palimpsest.graph.text import term_set
 from palimpsest.schema.models import ContextPacket
+from tests.conftest import allow_models
 from tests.graphql_client import keyed_graphql
 from tests.tiny_models import save_tiny_bert
 
@@ -81,7 +82,9 @@ def tiny_ranker(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return save_tiny_bert(tmp_path_factory.mktemp("tiny-ranker"), WORDS, {0: "relevance"}, max_positions=128, seed=1)
 
 
-def test_a_cross_encoder_rescores_the_fused_head(memory: Memory, tiny_ranker: Path) -> None:
+def test_a_cross_encoder_rescores_the_fused_head(memory: Memory, tiny_ranker: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    allow_models(monkeypatch, memory.rt, rerank=str(tiny_ranker))  # the operator lists its own model directory
     _load(memory)
     memory.register_policy({"version": "fused", "k": 4})
     memory.register_policy({"version": "ce", "k": 4, "rerank": "cross-encoder", "rerank_model": str(tiny_ranker),
@@ -111,7 +114,9 @@ def test_a_cross_encoder_rescores_the_fused_head(memory: Memory, tiny_ranker: Pa
     assert len(lines) == 4 and all(" = cross-encoder " in line and "replacing fused #" in line for line in lines)
 
 
-def test_a_cross_encoder_that_cannot_load_leaves_the_fused_ranking(memory: Memory, tmp_path: Path) -> None:
+def test_a_cross_encoder_that_cannot_load_leaves_the_fused_ranking(memory: Memory, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    allow_models(monkeypatch, memory.rt, rerank=str(tmp_path / "no-such-model"))
     _load(memory)
     memory.register_policy({"version": "fused", "k": 4})
     memory.register_policy({"version": "ce-missing", "k": 4, "rerank": "cross-encoder",
@@ -190,7 +195,7 @@ def test_an_llm_reranker_without_a_provider_leaves_the_fused_ranking(memory: Mem
 
 def test_graphql_registers_the_stages_and_shows_what_ran(runtime: Any, namespace: str) -> None:
     _load(Memory(runtime, namespace))
-    with keyed_graphql(runtime, namespace, "stage-key") as gql:
+    with keyed_graphql(runtime, namespace, "stage-key", ("read", "write", "admin")) as gql:
         bad = gql('mutation { registerPolicy(input: {version: "r1", rerank: "llm"}) { version } }')
         assert bad["errors"][0]["extensions"]["code"] == "BAD_INPUT"
         assert bad["errors"][0]["extensions"]["field"] == "rerankModel"

@@ -150,7 +150,7 @@ def _counted(answer: Any) -> tuple[Callable[..., Any], list[dict[str, Any]]]:
 
 def test_the_llm_router_in_one_call_with_its_cost(runtime: Any, driver: Any, namespace: str) -> None:
     completion, calls = _counted(json.dumps({"multi_hop": False, "comparison": False, "temporal": False}))
-    rt = Runtime(runtime.settings, driver, runtime.embedder, runtime.schema_version,
+    rt = Runtime(runtime.settings, driver, runtime.embedder, runtime.schema_version, models=runtime.models,
                  reader=ReaderOptions(completion=completion, max_calls_per_second=None))
     memory = Memory(rt, namespace, log_packets=True)
     _seed(memory)
@@ -170,7 +170,7 @@ def test_the_llm_router_in_one_call_with_its_cost(runtime: Any, driver: Any, nam
 
 
 def test_a_failed_llm_router_lets_the_rules_decide(runtime: Any, driver: Any, namespace: str) -> None:
-    rt = Runtime(runtime.settings, driver, runtime.embedder, runtime.schema_version,
+    rt = Runtime(runtime.settings, driver, runtime.embedder, runtime.schema_version, models=runtime.models,
                  reader=ReaderOptions(max_retries=0, completion_kwargs={"mock_response": "no json here"}))
     memory = Memory(rt, namespace)
     _seed(memory)
@@ -214,7 +214,7 @@ def test_router_none_packets_are_what_they_were(memory: Memory) -> None:
 
 def test_graphql_takes_the_router_and_names_its_fields(runtime: Any, namespace: str) -> None:
     _seed(Memory(runtime, namespace))
-    with keyed_graphql(runtime, namespace, "router-key") as gql:
+    with keyed_graphql(runtime, namespace, "router-key", ("read", "write", "admin")) as gql:
         bad = gql('mutation { registerPolicy(input: {version: "r0", router: "llm"}) { version } }')
         assert bad["errors"][0]["extensions"]["code"] == "BAD_INPUT"
         assert bad["errors"][0]["extensions"]["field"] == "routerModel"

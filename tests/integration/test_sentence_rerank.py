@@ -84,7 +84,7 @@ def test_the_sentence_reranker_degrades_when_the_embedder_fails(memory: Memory, 
 
 def test_graphql_takes_the_sentence_reranker_without_a_model(runtime: Any, namespace: str) -> None:
     Memory(runtime, namespace).ingest_many([ClaimInput(content=t, source=t.split(":")[0]) for t in TURNS])
-    with keyed_graphql(runtime, namespace, "sentence-key") as gql:
+    with keyed_graphql(runtime, namespace, "sentence-key", ("read", "write", "admin")) as gql:
         bad = gql('mutation { registerPolicy(input: {version: "s0", rerank: "sentences", sentenceWeight: 0}) '
                   '{ version } }')
         assert bad["errors"][0]["extensions"]["code"] == "BAD_INPUT"

@@ -54,7 +54,7 @@ def test_a_question_naming_a_speaker_is_answered_from_their_own_turns(memory: Me
 
 def test_graphql_takes_and_reports_the_source_penalty(runtime: Any, namespace: str) -> None:
     ids = _write(Memory(runtime, namespace))
-    with keyed_graphql(runtime, namespace, "k-source") as gql:
+    with keyed_graphql(runtime, namespace, "k-source", ("read", "write", "admin")) as gql:
         reg = gql("""mutation { registerPolicy(input: {version: "sp", sourcePenalty: 0.7, subjectTerms: true})
             { version sourcePenalty } }""")
         assert reg["data"]["registerPolicy"] == {"version": "sp", "sourcePenalty": 0.7}

@@ -40,7 +40,7 @@ def test_stems_match_another_inflection_of_the_asked_word(memory: Memory) -> Non
 
 def test_graphql_takes_and_reports_stem_terms(runtime: Any, namespace: str) -> None:
     ids = _write(Memory(runtime, namespace))
-    with keyed_graphql(runtime, namespace, "k-stems") as gql:
+    with keyed_graphql(runtime, namespace, "k-stems", ("read", "write", "admin")) as gql:
         reg = gql("""mutation { registerPolicy(input: {version: "st", stemTerms: true, vectorWeight: 0})
             { version stemTerms } }""")
         assert reg["data"]["registerPolicy"] == {"version": "st", "stemTerms": True}
