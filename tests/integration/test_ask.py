@@ -42,7 +42,8 @@ def scripted(answers: list[dict[str, Any]]) -> tuple[Callable[..., Any], list[st
 
 
 def reader_memory(runtime: Any, driver: Any, namespace: str, options: ReaderOptions) -> Memory:
-    rt = Runtime(runtime.settings, driver, runtime.embedder, runtime.schema_version, models=runtime.models, reader=options)
+    rt = Runtime(runtime.settings, driver, runtime.embedder, runtime.schema_version, models=runtime.models,
+                 reader=options)
     return Memory(rt, namespace)
 
 

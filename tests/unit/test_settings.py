@@ -44,7 +44,8 @@ def test_every_variable_is_read_typed() -> None:
            "PALIMPSEST_BODY_CHUNK_TIMEOUT_S": "0.25", "PALIMPSEST_BODY_TIMEOUT_S": "2",
            "PALIMPSEST_REQUEST_TIMEOUT_S": "7.5", "PALIMPSEST_SUBSCRIPTION_POLL_S": "0.1",
            "PALIMPSEST_LOG_PACKETS": "true", "PALIMPSEST_MENTION_CACHE_EDGES": "0",
-           "PALIMPSEST_EMBEDDING_MODEL": "/models/e5"}
+           "PALIMPSEST_EMBEDDING_MODEL": "/models/e5", "PALIMPSEST_ALLOWED_LLM_MODELS": "gpt-4o-mini,openai/gpt-4o",
+           "PALIMPSEST_ALLOWED_RERANK_MODELS": "/models/ranker", "PALIMPSEST_ALLOWED_NLI_MODELS": "org/nli"}
     assert set(env) == set(Settings.variables())  # this test covers each of them
     s = Settings.from_env(env)
     assert s.neo4j() == Neo4jSettings(uri="neo4j+s://db.example:7687", user="u", password="secret pw",
@@ -56,6 +57,8 @@ def test_every_variable_is_read_typed() -> None:
     assert (s.max_body_bytes, s.body_chunk_timeout_s, s.body_timeout_s) == (1000, 0.25, 2.0)
     assert (s.request_timeout_s, s.subscription_poll_s, s.log_packets) == (7.5, 0.1, True)
     assert (s.mention_cache_edges, s.embedding_model) == (0, "/models/e5")
+    assert (s.allowed_llm_models, s.allowed_rerank_models, s.allowed_nli_models) == (
+        ("gpt-4o-mini", "openai/gpt-4o"), ("/models/ranker",), ("org/nli",))
     assert "secret pw" not in repr(s) and digest.lower() not in repr(s)  # what could be a secret is not shown
 
 
