@@ -332,7 +332,7 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
     timings: dict[str, float] = {}
     base_rt = Runtime.from_env()
     rt = Runtime(base_rt.settings, base_rt.driver, cast(Embedder, _FreshQueryEmbedder(base_rt.embedder)),
-                 base_rt.schema_version)
+                 base_rt.schema_version, models=base_rt.models)
     def set_data(corpus: str) -> list[SetSubject]:
         if corpus == "setb":
             return load_set(Path(args.data_b), SET_B)

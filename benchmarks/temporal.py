@@ -721,7 +721,7 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
     base_rt = Runtime.from_env()
     timings["runtime_s"] = time.perf_counter() - t0
     rt = Runtime(base_rt.settings, base_rt.driver, cast(Embedder, _FreshQueryEmbedder(base_rt.embedder)),
-                 base_rt.schema_version)
+                 base_rt.schema_version, models=base_rt.models)
     ns, db = args.namespace, base_rt.settings.database
     namespaces = [f"{ns}-off", f"{ns}-on"] if args.no_keys else [ns]
     for name in namespaces:

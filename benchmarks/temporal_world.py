@@ -451,7 +451,7 @@ def run(args_list: list[str] | None = None) -> dict[str, Any]:
     base_rt = Runtime.from_env()
     timings["runtime_s"] = time.perf_counter() - t0
     fresh_rt = Runtime(base_rt.settings, base_rt.driver, cast(Embedder, _FreshQueryEmbedder(base_rt.embedder)),
-                       base_rt.schema_version)
+                       base_rt.schema_version, models=base_rt.models)
     namespaces = {arm: f"{args.namespace_prefix}-{arm}" for arm in ARMS}
     for ns in namespaces.values():
         existing, _, _ = base_rt.driver.execute_query("MATCH (s:Store {namespace: $ns}) RETURN count(s) AS n",
