@@ -150,6 +150,8 @@ def test_rerank_modes_run_the_cross_encoder_or_stop_the_run(neo4j: Any, tmp_path
         monkeypatch.setenv("NEO4J_PASSWORD", neo4j.auth[1])
     words = {w.strip(".,!?:").lower() for s, t in _SESSION_1 + _SESSION_2 for w in f"{s}: {t}".split()} - {""}
     tiny = save_tiny_bert(tmp_path / "ranker", sorted(words), {0: "relevance"}, max_positions=512, seed=3)
+    # The benchmark runs as the operator: its rerankers are on the operator's allow-list.
+    monkeypatch.setenv("PALIMPSEST_ALLOWED_RERANK_MODELS", f"{tiny},{tmp_path / 'no-such-model'}")
     data = write(tmp_path, fixture())
     common = ["--data", str(data), "--variants", "prefix", "--modes", "palimpsest (default policy)",
               "--results-dir", str(tmp_path), "--rerank-top", "9"]

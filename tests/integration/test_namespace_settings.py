@@ -173,8 +173,8 @@ KEY_RW, KEY_RO = "settings-rw-secret", "settings-ro-secret"
 @pytest.fixture
 def client(runtime: Any, namespace: str) -> Iterator[TestClient]:
     keys = KeyStore.from_json(json.dumps([
-        {"name": "rw", "sha256": hash_key(KEY_RW), "namespaces": {namespace: ["read", "write"]}},
-        {"name": "ro", "sha256": hash_key(KEY_RO), "namespaces": {namespace: ["read"]}},
+        {"name": "rw", "sha256": hash_key(KEY_RW), "namespaces": {namespace: ["read", "write", "admin"]}},
+        {"name": "ro", "sha256": hash_key(KEY_RO), "namespaces": {namespace: ["read", "write"]}},
     ]))
     with TestClient(create_app(runtime, keys=keys)) as c:
         yield c
@@ -203,7 +203,7 @@ def test_graphql_set_default_policy_and_settings(client: TestClient, namespace: 
     missing = gql(client, SET, v="nope")
     assert codes(missing) == ["NOT_FOUND"] and missing["errors"][0]["extensions"]["field"] == "version"
     gql(client, """mutation { registerPolicy(input: {version: "g-two", k: 2}) { version } }""")
-    assert codes(gql(client, SET, key=KEY_RO, v="g-two")) == ["FORBIDDEN"]  # needs the write right
+    assert codes(gql(client, SET, key=KEY_RO, v="g-two")) == ["FORBIDDEN"]  # needs the admin right, not write
     done = gql(client, SET, v="g-two")["data"]["setDefaultPolicy"]
     assert done == {"namespace": namespace, "defaultPolicy": "g-two", "revision": 1, "changedAtRevision": 1}
     assert gql(client, SETTINGS, key=KEY_RO)["data"]["settings"] == done  # reading needs only read
