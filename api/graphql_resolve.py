@@ -156,7 +156,8 @@ def _memory(info: strawberry.Info, namespace: str | None, right: Right) -> Memor
     # (field `namespace`), never quietly the default, and is checked before rights are.
     ns = principal.default_namespace() if namespace is None else validate_namespace(namespace)
     principal.require(ns, right)
-    return Memory(ctx["runtime"], ns, log_packets=ctx.get("log_packets", False))
+    return Memory(ctx["runtime"], ns, log_packets=ctx.get("log_packets", False),
+                  packet_retention=ctx.get("packet_retention"))
 
 
 def _limit(info: strawberry.Info) -> deadline.Deadline | None:

@@ -172,7 +172,7 @@ def test_graphql_lists_and_undoes_inferred_links(memory: Memory, driver: Driver,
     key = "frames-key"
     keys = KeyStore.from_json(json.dumps([{"name": "a", "sha256": hash_key(key),
                                            "namespaces": {memory.namespace: ["read", "write"]}}]))
-    with TestClient(create_app(runtime, keys=keys)) as client:
+    with TestClient(create_app(runtime, keys=keys), base_url="http://localhost") as client:
         def gql(query: str, **variables: Any) -> dict[str, Any]:
             resp = client.post("/graphql", json={"query": query, "variables": variables},
                                headers={"Authorization": f"Bearer {key}"})
