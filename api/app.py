@@ -35,6 +35,7 @@ from palimpsest.api.graphql_schema import Loaders, schema
 from palimpsest.api.host_guard import HostGuard
 from palimpsest.api.observability import Metrics, configure_json_logging
 from palimpsest.api.runtime import Runtime
+from palimpsest.api.subscriptions import Subscriptions
 from palimpsest.graph.db import local_server as local_server
 from palimpsest.schema.errors import PalimpsestError
 from palimpsest.settings import Settings
@@ -101,6 +102,9 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
     app = FastAPI(title="Palimpsest", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.metrics = metrics
     app.state.settings = config
+    # Open subscriptions, capped per key and per server, and their shared polling (api/subscriptions.py).
+    app.state.subscriptions = Subscriptions(config.max_subscriptions, config.max_subscriptions_per_key,
+                                            config.subscription_poll_s)
 
     class RequestContext(BaseHTTPMiddleware):
         async def dispatch(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -136,7 +140,8 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
                                "loaders": Loaders(request.app.state.runtime), "metrics": metrics,
                                "timeout_s": cfg.request_timeout_s,
                                "subscription_poll_s": cfg.subscription_poll_s, "principal": None, "auth_error": None,
-                               "log_packets": cfg.log_packets, "packet_retention": cfg.packet_retention()}
+                               "log_packets": cfg.log_packets, "packet_retention": cfg.packet_retention(),
+                               "subscriptions": request.app.state.subscriptions}
         try:
             ctx["principal"] = request.app.state.keys.authenticate(_api_key(request))
         except PalimpsestError as exc:

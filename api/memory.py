@@ -470,6 +470,10 @@ class Memory:
     def contradictions_after(self, revision: int, limit: int = 100) -> list[ContradictionRecord]:
         return contradiction_queries.contradictions_after(self.rt.driver, self.namespace, revision, limit, self._db)
 
+    def contradictions_token(self) -> tuple[int, str] | None:
+        """Changes whenever new contradictions may exist (graph.claims.contradictions.feed_token)."""
+        return contradiction_queries.feed_token(self.rt.driver, self.namespace, self._db)
+
     def history(self, claim_key: str) -> list[HistoryEntry]:
         if not claim_key or len(_text(claim_key, "claim_key")) > limits.MAX_CLAIM_KEY_CHARS:
             raise BadInputError(f"claim_key must be 1-{limits.MAX_CLAIM_KEY_CHARS} characters", field="claim_key",
