@@ -18,6 +18,9 @@ guarantee held (docs/RELIABILITY.md lists the guarantees and the latest figures)
   benchmarks/hostile_graphql.py) against `palimpsest serve` with an API key and its default
   timeouts: HTTP 5xx, errors without a code, answers other than expected, the slowest answer,
   and the n=30 fragment chain's refusal time.
+* `subscription-flood` — sockets × `contradictions` subscriptions by read keys, plus a client
+  subscribing and completing in a loop, against `palimpsest serve`; a recall's median must stay
+  within 2× its baseline (benchmarks/subscription_flood.py).
 * `load` — a fixed-rate open-loop run of mixed recall/ingest against `palimpsest serve` on
   loopback: throughput, p50/p99 per operation, errors, and the server's resident memory.
 
@@ -58,7 +61,7 @@ from benchmarks.ledger import Ledger, audit, claim_item, ingest_until_done, retr
 
 ROOT = Path(__file__).resolve().parent.parent
 PAIRS = ROOT / "benchmarks" / "data" / "agent_memory_pairs.jsonl"
-SCENARIOS = ("writers", "neo4j-kill", "bolt-proxy", "worker-kill", "hostile", "load")
+SCENARIOS = ("writers", "neo4j-kill", "bolt-proxy", "worker-kill", "hostile", "load", "subscription-flood")
 API_KEY = "reliability-run-key"
 
 
@@ -487,6 +490,21 @@ def scenario_hostile(rt: Any, prefix: str, args: argparse.Namespace) -> dict[str
             "held": server_errors == 0 and uncoded == 0 and not unexpected and alive and min(chain) < 0.1}
 
 
+# ----------------------------------------------------------------------------- subscription flood
+def scenario_subscription_flood(rt: Any, prefix: str, args: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks import subscription_flood as sf
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.worker import run_once
+
+    namespace = f"{prefix}flood-{uuid.uuid4().hex[:6]}"
+    Memory(rt, namespace).ingest_many([{"content": t, "source": f"s{i}"} for i, t in enumerate(sf.SEED)])
+    run_once(rt, namespace)
+    names = [f"k{i}" for i in range(args.flood_keys)] + ["churn", "reader"]
+    with serve({}, keys=sf.keys_json(namespace, names)) as (port, _pid):
+        return sf.flood(port, namespace, sockets=args.flood_sockets, per_socket=args.flood_per_socket,
+                        keys=args.flood_keys, churn=True)
+
+
 # ------------------------------------------------------------------------------------------- load
 def scenario_load(rt: Any, prefix: str, args: argparse.Namespace) -> dict[str, Any]:
     from palimpsest.api.auth import hash_key
@@ -608,6 +626,10 @@ def _table(results: dict[str, Any]) -> str:
                            f"{r['ops']['recall']['p99_ms']} ms, ingest p50/p99 {r['ops']['ingest']['p50_ms']}/"
                            f"{r['ops']['ingest']['p99_ms']} ms, errors {r['errors']}, RSS "
                            f"{r['server_rss_mib'][0][1]}→{r['server_rss_mib'][-1][1]} MiB"),
+        "subscription-flood": lambda r: (f"{r['sockets']} sockets × {r['per_socket']} subscriptions over {r['keys']} "
+                                         f"read keys, {r['churned']} churned: refused {r['refused']}; recall median "
+                                         f"{r['recall_baseline_ms']} → {r['recall_under_flood_ms']} ms "
+                                         f"(×{r['ratio']})"),
     }
     for name, r in results.items():
         if name in summaries:
@@ -638,6 +660,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load-rate", type=float, default=10.0, help="requests per second")
     parser.add_argument("--load-ingest-share", type=float, default=0.2)
     parser.add_argument("--load-seed-claims", type=int, default=400)
+    parser.add_argument("--flood-sockets", type=int, default=30)
+    parser.add_argument("--flood-per-socket", type=int, default=100, help="subscriptions per socket")
+    parser.add_argument("--flood-keys", type=int, default=15, help="read keys the flood's sockets are spread over")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "reliability.json")
     args = parser.parse_args(argv)
     chosen = [s.strip() for s in args.only.split(",") if s.strip()]
@@ -671,6 +696,8 @@ def main(argv: list[str] | None = None) -> int:
                 results[name] = scenario_hostile(rt, args.namespace_prefix, args)
             elif name == "load":
                 results[name] = scenario_load(rt, args.namespace_prefix, args)
+            elif name == "subscription-flood":
+                results[name] = scenario_subscription_flood(rt, args.namespace_prefix, args)
             print(f"  {name}: {'held' if results[name]['held'] else 'DID NOT HOLD'} "
                   f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
             args.out.parent.mkdir(parents=True, exist_ok=True)
