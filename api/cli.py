@@ -958,8 +958,10 @@ def import_cmd(
             task = progress.add_task("importing", total=None)
             result = mem.import_lines(source, remap=remap,
                                       progress=lambda done, total: progress.update(task, completed=done, total=total))
-    except PalimpsestError as exc:
-        _fail(f"{exc.code}: {exc.message}")
+    except PalimpsestError as exc:  # the message quotes the file: never read it as markup
+        from rich.markup import escape
+
+        _fail(f"{exc.code}: {escape(exc.message)}")
         return
     finally:
         if file:
