@@ -7,7 +7,8 @@ why FastAPI's /docs and /redoc (Swagger UI and ReDoc from a CDN) are off.
 Every request gets a request id (from X-Request-ID or a new one), a JSON log line and a latency
 observation. Bodies are counted as they stream and read against a clock (api/body_guard.py):
 over the size cap they answer 413, too slow 408, both before anything parses them; malformed
-GraphQL requests answer a coded 400 (api/graphql_router.py).
+GraphQL requests answer a coded 400 (api/graphql_router.py). With no API keys configured only
+loopback Host names are served, HTTP and WebSocket alike; others answer 421 (api/host_guard.py).
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ from palimpsest.api.auth import KeyStore
 from palimpsest.api.body_guard import BodyGuard
 from palimpsest.api.graphql_router import CodedGraphQLRouter
 from palimpsest.api.graphql_schema import Loaders, schema
+from palimpsest.api.host_guard import HostGuard
 from palimpsest.api.observability import Metrics, configure_json_logging
 from palimpsest.api.runtime import Runtime
+from palimpsest.api.subscriptions import Subscriptions
 from palimpsest.graph.db import local_server as local_server
 from palimpsest.schema.errors import PalimpsestError
 from palimpsest.settings import Settings
@@ -47,6 +50,12 @@ def _api_key(request: HTTPConnection) -> str | None:
     if header.lower().startswith("bearer "):
         return header[7:].strip()
     return request.headers.get("x-api-key")
+
+
+def _local_mode(scope: Any) -> bool:
+    """Does the app serve without keys? Unknown before start-up (no keys yet): treated as local, the safe side."""
+    keys = getattr(scope["app"].state, "keys", None)
+    return keys is None or bool(keys.local_mode)
 
 
 def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
@@ -93,6 +102,9 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
     app = FastAPI(title="Palimpsest", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.metrics = metrics
     app.state.settings = config
+    # Open subscriptions, capped per key and per server, and their shared polling (api/subscriptions.py).
+    app.state.subscriptions = Subscriptions(config.max_subscriptions, config.max_subscriptions_per_key,
+                                            config.subscription_poll_s)
 
     class RequestContext(BaseHTTPMiddleware):
         async def dispatch(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -113,7 +125,9 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
                                                       "path": request.url.path, "status": status,
                                                       "ms": round(elapsed * 1000, 2)}})
 
-    # Added first, so it runs inside RequestContext: its 413/408 answers are logged and carry the request id.
+    # Added first, so they run inside RequestContext: their 421/413/408 answers are logged and carry the
+    # request id. In local mode only loopback Host names are served (api/host_guard.py).
+    app.add_middleware(HostGuard, local_mode=_local_mode, allowed=config.local_allowed_hosts)
     app.add_middleware(BodyGuard, max_bytes=config.max_body_bytes, chunk_timeout_s=config.body_chunk_timeout_s,
                        body_timeout_s=config.body_timeout_s)
     app.add_middleware(RequestContext)
@@ -126,7 +140,8 @@ def create_app(runtime: Runtime | None = None, *, keys: KeyStore | None = None,
                                "loaders": Loaders(request.app.state.runtime), "metrics": metrics,
                                "timeout_s": cfg.request_timeout_s,
                                "subscription_poll_s": cfg.subscription_poll_s, "principal": None, "auth_error": None,
-                               "log_packets": cfg.log_packets}
+                               "log_packets": cfg.log_packets, "packet_retention": cfg.packet_retention(),
+                               "subscriptions": request.app.state.subscriptions}
         try:
             ctx["principal"] = request.app.state.keys.authenticate(_api_key(request))
         except PalimpsestError as exc:

@@ -31,7 +31,6 @@ from palimpsest.api.allowed_models import AllowedModels
 from palimpsest.api.runtime import Runtime
 from palimpsest.extraction.reader import Reader, ReaderOptions, Reading
 from palimpsest.graph import policies
-from palimpsest.graph.recall import packet_log
 from palimpsest.graph.recall import rounds as rounds_q
 from palimpsest.graph.recall import router as router_q
 from palimpsest.schema import limits
@@ -105,8 +104,6 @@ class Rounds:
                                      as_of_revision=first.store_revision, valid_at=first.valid_at,
                                      projections_seq=first.projections_seq, pinned_route=first.stages,
                                      explain=self.explain)
-        if not self.mem.log_packets:  # Memory.recall logged it already otherwise; every round must replay
-            packet_log.log_packet(self.mem.rt.driver, packet, self.mem.rt.settings.database)
         self.rounds.append(RecallRound(round=len(self.rounds) + 1, origin=origin, query=query, added_terms=added,
                                        packet=packet))
         return packet

@@ -334,7 +334,8 @@ def mcp_cmd(
         _fail(f"API keys: {exc}")
         return
     memory = _memory(namespace)
-    asgi = http_app(build_mcp(memory, keys=keys), keys, memory.namespace, host=host)
+    asgi = http_app(build_mcp(memory, keys=keys), keys, memory.namespace, host=host,
+                    allowed_hosts=_settings().local_allowed_hosts)
     mode = "local mode: no API keys configured, open to every caller" if keys.local_mode else "API key required"
     print(f"MCP listening on http://{host}:{port}/mcp for namespace {namespace!r} ({mode})", file=sys.stderr,
           flush=True)
@@ -957,8 +958,10 @@ def import_cmd(
             task = progress.add_task("importing", total=None)
             result = mem.import_lines(source, remap=remap,
                                       progress=lambda done, total: progress.update(task, completed=done, total=total))
-    except PalimpsestError as exc:
-        _fail(f"{exc.code}: {exc.message}")
+    except PalimpsestError as exc:  # the message quotes the file: never read it as markup
+        from rich.markup import escape
+
+        _fail(f"{exc.code}: {escape(exc.message)}")
         return
     finally:
         if file:

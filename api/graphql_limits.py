@@ -11,7 +11,9 @@
   request is answered `LIMIT_EXCEEDED` with `extensions.limit`, and graphql-core's own rules never
   see it (some of them are quadratic). The product of nested `first` values is what the cost
   bounds: `topEntities(first: 1000) { neighbors(first: 1000) { … } }` is refused before any
-  resolver runs.
+  resolver runs. Fields that recall or call a model count that work too (`RECALL_WORK`,
+  `MODEL_CALL_WORK`, per round for `recallRounds` and `ask`), so aliases cannot multiply recalls and
+  reader calls past the budget.
 * **One deadline per request** (`graph.db.deadline`), started when the operation starts, so parsing,
   validation and execution share it; every resolver's Neo4j work runs under what is left (api/
   graphql_resolve.py `call`). Subscriptions give each of their polls a deadline of its own.
@@ -52,6 +54,7 @@ from graphql.validation.rules import overlapping_fields_can_be_merged
 from strawberry.extensions import SchemaExtension
 
 from palimpsest.graph.db import deadline
+from palimpsest.schema.limits import MAX_ASK_ROUNDS
 
 MAX_DEPTH = 10
 MAX_ALIASES = 20
@@ -71,6 +74,14 @@ MAX_VALIDATION_ERRORS = 100
 # spend 0. Over it: "Validation aborted." → LIMIT_EXCEEDED.
 MAX_VALIDATION_COMPLEXITY = 50_000
 overlapping_fields_can_be_merged.MAX_COMPLEXITY_BUDGET = MAX_VALIDATION_COMPLEXITY
+# Work a field does beyond the fields it returns: a recall (candidate search, ranking, Neo4j round trips)
+# counts RECALL_WORK; `recallRounds` and `replay` count one recall per round, `ask` a recall and a model
+# call (MODEL_CALL_WORK) per round, its `rounds` argument or, unstated, MAX_ASK_ROUNDS. So 20 aliases of
+# `ask(rounds: 4)` (80 reader calls) cost 400,000 and are refused; 4 of them, or 20 plain recalls, pass.
+RECALL_WORK = 1_000
+MODEL_CALL_WORK = 4_000
+_ROOT_WORK = {"recall": (RECALL_WORK, False), "replay": (RECALL_WORK, False), "recallRounds": (RECALL_WORK, True),
+              "ask": (RECALL_WORK + MODEL_CALL_WORK, True)}  # field -> (work per round, has rounds)
 # Sizes a query states: argument name -> elements it yields.
 _SIZE_ARGS = {"first": 0, "k": 0, "maxHops": 1}
 _SATURATE = 10**15  # costs are capped here: a doubling chain stays a small integer
@@ -213,7 +224,19 @@ class _Pricer:
         cost, depth = yield self.selection_set(node.selection_set, child, below, intro)
         # Introspection's `ofType` chains walk wrapping types, not data: they add no depth.
         step = 0 if intro and name == "ofType" else 1
-        return min(1 + elements * cost, _SATURATE), depth + step
+        return min(1 + elements * cost + self._work(node, parent), _SATURATE), depth + step
+
+    def _work(self, node: FieldNode, parent: GraphQLNamedType | None) -> int:
+        """What a root field's recalls and model calls count (RECALL_WORK, MODEL_CALL_WORK); 0 for others."""
+        found = _ROOT_WORK.get(node.name.value)
+        if found is None or parent is not self.schema.query_type:
+            return 0
+        per_round, has_rounds = found
+        if not has_rounds:
+            return per_round
+        stated = next((self._int(a.value) for a in node.arguments or () if a.name.value == "rounds"), None)
+        rounds = stated if stated is not None and stated > 0 else MAX_ASK_ROUNDS
+        return per_round * min(rounds, MAX_ASK_ROUNDS)
 
 
 def _counts(document: DocumentNode) -> tuple[int, int]:

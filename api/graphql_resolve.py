@@ -128,8 +128,10 @@ def coded(exc: PalimpsestError, info: strawberry.Info) -> GraphQLError:
     return GraphQLError(str(err["message"]), extensions=ext)
 
 
-async def bounded(fn: Callable[[], R], limit: deadline.Deadline | None = None) -> R:
-    """`fn()` in a worker thread, under `limit` (default: the request's deadline).
+async def bounded(fn: Callable[[], R], limit: deadline.Deadline | None = None,
+                  limiter: anyio.CapacityLimiter | None = None) -> R:
+    """`fn()` in a worker thread, under `limit` (default: the request's deadline). `limiter`: the threads
+    it may take (default: anyio's pool, shared by requests; subscriptions pass their own, api/subscriptions.py).
 
     Out of time, the await is abandoned at once (DeadlineExceededError, code TIMEOUT); the thread
     finishes on its own, and no Neo4j call it makes can outlive the deadline (graph.db.deadline).
@@ -139,7 +141,7 @@ async def bounded(fn: Callable[[], R], limit: deadline.Deadline | None = None) -
     try:
         with anyio.fail_after(left):
             return await to_thread.run_sync(functools.partial(deadline.run_within, limit, fn),
-                                            abandon_on_cancel=True)
+                                            abandon_on_cancel=True, limiter=limiter)
     except TimeoutError as exc:
         if isinstance(exc, PalimpsestError):
             raise
@@ -156,7 +158,8 @@ def _memory(info: strawberry.Info, namespace: str | None, right: Right) -> Memor
     # (field `namespace`), never quietly the default, and is checked before rights are.
     ns = principal.default_namespace() if namespace is None else validate_namespace(namespace)
     principal.require(ns, right)
-    return Memory(ctx["runtime"], ns, log_packets=ctx.get("log_packets", False))
+    return Memory(ctx["runtime"], ns, log_packets=ctx.get("log_packets", False),
+                  packet_retention=ctx.get("packet_retention"))
 
 
 def _limit(info: strawberry.Info) -> deadline.Deadline | None:
@@ -166,11 +169,12 @@ def _limit(info: strawberry.Info) -> deadline.Deadline | None:
     return None
 
 
-async def call(info: strawberry.Info, namespace: str | None, right: Right, fn: Callable[[Memory], R]) -> R:
+async def call(info: strawberry.Info, namespace: str | None, right: Right, fn: Callable[[Memory], R], *,
+               limiter: anyio.CapacityLimiter | None = None) -> R:
     """Authorise, bind the namespace, run in a thread under the deadline, code errors. Every resolver's path."""
     try:
         memory = _memory(info, namespace, right)
-        return await bounded(lambda: fn(memory), _limit(info))
+        return await bounded(lambda: fn(memory), _limit(info), limiter)
     except PalimpsestError as exc:
         raise coded(exc, info) from None
 

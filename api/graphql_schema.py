@@ -39,6 +39,7 @@ from palimpsest.api.graphql_limits import (
 from palimpsest.api.graphql_resolve import authorize, bounded, call, coded, gql_error
 from palimpsest.api.memory import Memory, parse_time
 from palimpsest.api.runtime import Runtime
+from palimpsest.api.subscriptions import Subscriptions
 from palimpsest.graph.claims.queries import ClaimFilter, encode_cursor
 from palimpsest.schema.errors import BadInputError, LimitExceededError, PalimpsestError
 from palimpsest.schema.limits import MAX_BATCH_ITEMS
@@ -354,19 +355,50 @@ class Subscription:
     @strawberry.subscription(description="New contradictions in a namespace as the worker finds them.")
     async def contradictions(self, info: strawberry.Info, after_revision: int = 0,
                              namespace: NS = None) -> AsyncGenerator[t.Contradiction, None]:
-        cursor = after_revision
-        poll = float(info.context.get("subscription_poll_s", 1.0))
-        page = 200
-        while True:
-            found = await call(info, namespace, "read", functools.partial(_after, revision=cursor, limit=page))
-            if len(found) == page and found[0].revision != found[-1].revision:
-                # Only whole revisions advance the cursor; the rest comes in the next round.
-                found = [r for r in found if r.revision < found[-1].revision]
-            for record in found:
-                cursor = max(cursor, record.revision)
-                yield t.Contradiction.from_pydantic(record)
-            if not found:
-                await anyio.sleep(poll)
+        # Capped per key and per server, polled in threads of their own, and idle subscribers of a
+        # namespace share one check per tick (api/subscriptions.py).
+        subs: Subscriptions | None = info.context.get("subscriptions")
+        if subs is None:  # a schema run without the app (tests): one private state
+            subs = Subscriptions(10**6, 10**6, float(info.context.get("subscription_poll_s", 1.0)))
+        principal = info.context.get("principal")
+        key = principal.name if principal is not None else "-"
+        ns_key = namespace if namespace is not None else (
+            principal.default_namespace() if principal is not None else "default")
+        try:
+            subs.take(key)
+        except PalimpsestError as exc:
+            raise coded(exc, info) from None
+        try:
+            cursor = after_revision
+            poll = float(info.context.get("subscription_poll_s", 1.0))
+            page = 200
+            seen: object = _UNSEEN
+            while True:
+                token = await subs.token(ns_key, functools.partial(
+                    call, info, namespace, "read", _token, limiter=subs.limiter()))
+                if token == seen:
+                    await anyio.sleep(poll)
+                    continue
+                found = await call(info, namespace, "read", functools.partial(_after, revision=cursor, limit=page),
+                                   limiter=subs.limiter())
+                if len(found) == page and found[0].revision != found[-1].revision:
+                    # Only whole revisions advance the cursor; the rest comes in the next round.
+                    found = [r for r in found if r.revision < found[-1].revision]
+                for record in found:
+                    cursor = max(cursor, record.revision)
+                    yield t.Contradiction.from_pydantic(record)
+                if not found:
+                    seen = token  # caught up with what this token covers
+                    await anyio.sleep(poll)
+        finally:
+            subs.release(key)
+
+
+_UNSEEN = object()
+
+
+def _token(mem: Memory) -> object:
+    return mem.contradictions_token()
 
 
 def _after(mem: Memory, *, revision: int, limit: int) -> list[ContradictionRecord]:

@@ -12,20 +12,23 @@ message is read when the key is missing or wrong, and 403 when it has no right o
 each tool then checks the right it needs (read: recall, recall_rounds, ask, history; write: remember,
 retract; erase: erase, a right of its own as on every face). No tool registers a policy, sets the
 namespace's default or undoes an inference: those need the admin right, on GraphQL. With
-no keys configured HTTP is in local mode, open like GraphQL's.
+no keys configured HTTP is in local mode, open like GraphQL's, and like GraphQL's it then serves only
+loopback Host names (api/host_guard.py).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, cast
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 
 from palimpsest.api.auth import KeyStore, Principal, Right
+from palimpsest.api.host_guard import HostGuard
 from palimpsest.api.memory import Memory
 from palimpsest.schema.ask import AskResult, MultiRoundRecall
 from palimpsest.schema.errors import ForbiddenError, PalimpsestError
@@ -212,13 +215,20 @@ class KeyGuard:
 
 
 def http_app(server: MCPServer, keys: KeyStore, namespace: str, *, host: str = "127.0.0.1",
-             path: str = "/mcp") -> ASGIApp:
+             path: str = "/mcp", allowed_hosts: Iterable[str] = ()) -> ASGIApp:
     """The streamable-HTTP app at `path`, behind `KeyGuard`. Run it with uvicorn (its lifespan runs
-    the SDK's session manager); `host` is what the SDK's DNS-rebinding protection allows.
+    the SDK's session manager).
+
+    In local mode (no keys) `HostGuard` — the same door as GraphQL's (api/host_guard.py) — serves loopback
+    Host names and `allowed_hosts` only, whatever interface it listens on, and answers others 421; the
+    SDK's own DNS-rebinding check is off then, so the two cannot disagree about an allowed name. With keys
+    the SDK keeps its check as before (on when `host` is a loopback address).
 
     Stateless, with plain JSON answers: every tool call is one Memory call that needs nothing from
     an earlier one, so there is no session to keep (or lose on a restart) and no stream to hold open.
     """
+    own = TransportSecuritySettings(enable_dns_rebinding_protection=False) if keys.local_mode else None
     inner: ASGIApp = server.streamable_http_app(streamable_http_path=path, host=host, stateless_http=True,
-                                                json_response=True)
-    return KeyGuard(inner, keys, namespace)
+                                                json_response=True, transport_security=own)
+    return HostGuard(KeyGuard(inner, keys, namespace), local_mode=lambda _scope: keys.local_mode,
+                     allowed=allowed_hosts)

@@ -57,6 +57,7 @@ from palimpsest.schema.subjects import embedded_subject, embedding_text
 if TYPE_CHECKING:
     from palimpsest.api.worker import BackgroundWorker, PassReport, WorkerConfig
     from palimpsest.extraction.router_llm import RouteVerdict
+    from palimpsest.graph.recall.packet_log import Retention
     from palimpsest.graph.recall.router import Route
     from palimpsest.schema.ask import AskResult, MultiRoundRecall
 
@@ -171,10 +172,14 @@ class Memory:
     it may call are still the operator's allow-list (`Runtime.models`, from the settings).
     """
 
-    def __init__(self, runtime: Runtime, namespace: str = "default", *, log_packets: bool = False) -> None:
+    def __init__(self, runtime: Runtime, namespace: str = "default", *, log_packets: bool = False,
+                 packet_retention: Retention | None = None) -> None:
+        # `log_packets` decides for every recall, including each round of `recall_rounds` and `ask`;
+        # `packet_retention` bounds what the log keeps (PALIMPSEST_PACKET_LOG_MAX / _TTL_S).
         self.rt = runtime
         self.namespace = validate_namespace(namespace)
         self.log_packets = log_packets
+        self.packet_retention = packet_retention  # None: packet_log.Retention()'s defaults
         self._owns_runtime = False
 
     @classmethod
@@ -473,6 +478,10 @@ class Memory:
     def contradictions_after(self, revision: int, limit: int = 100) -> list[ContradictionRecord]:
         return contradiction_queries.contradictions_after(self.rt.driver, self.namespace, revision, limit, self._db)
 
+    def contradictions_token(self) -> tuple[int, str] | None:
+        """Changes whenever new contradictions may exist (graph.claims.contradictions.feed_token)."""
+        return contradiction_queries.feed_token(self.rt.driver, self.namespace, self._db)
+
     def history(self, claim_key: str) -> list[HistoryEntry]:
         if not claim_key or len(_text(claim_key, "claim_key")) > limits.MAX_CLAIM_KEY_CHARS:
             raise BadInputError(f"claim_key must be 1-{limits.MAX_CLAIM_KEY_CHARS} characters", field="claim_key",
@@ -618,7 +627,7 @@ class Memory:
             if cost is not None:
                 packet = packet.model_copy(update={"router_cost": cost})
             if self.log_packets:
-                packet_log.log_packet(self.rt.driver, packet, self._db)
+                packet_log.log_packet(self.rt.driver, packet, self._db, self.packet_retention)
             return packet
         raise ConflictError("the namespace's policy kept changing during the recall; retry",
                             field="policy_version")

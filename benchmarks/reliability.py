@@ -18,6 +18,13 @@ guarantee held (docs/RELIABILITY.md lists the guarantees and the latest figures)
   benchmarks/hostile_graphql.py) against `palimpsest serve` with an API key and its default
   timeouts: HTTP 5xx, errors without a code, answers other than expected, the slowest answer,
   and the n=30 fragment chain's refusal time.
+* `import-poisoning` — a real export edited one record at a time (benchmarks/import_poisons.py): each
+  poisoned file must be refused with BAD_INPUT naming its line and field and leave nothing behind; a
+  forged term list is accepted with its terms recomputed; an import whose database goes away between
+  staging and switch-in is retried into the still-empty namespace. Then `check` and a recall.
+* `subscription-flood` — sockets × `contradictions` subscriptions by read keys, plus a client
+  subscribing and completing in a loop, against `palimpsest serve`; a recall's median must stay
+  within 2× its baseline (benchmarks/subscription_flood.py).
 * `load` — a fixed-rate open-loop run of mixed recall/ingest against `palimpsest serve` on
   loopback: throughput, p50/p99 per operation, errors, and the server's resident memory.
 
@@ -50,7 +57,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -58,7 +65,8 @@ from benchmarks.ledger import Ledger, audit, claim_item, ingest_until_done, retr
 
 ROOT = Path(__file__).resolve().parent.parent
 PAIRS = ROOT / "benchmarks" / "data" / "agent_memory_pairs.jsonl"
-SCENARIOS = ("writers", "neo4j-kill", "bolt-proxy", "worker-kill", "hostile", "load")
+SCENARIOS = ("writers", "neo4j-kill", "bolt-proxy", "worker-kill", "hostile", "import-poisoning", "load",
+             "subscription-flood")
 API_KEY = "reliability-run-key"
 
 
@@ -352,6 +360,121 @@ def scenario_bolt_proxy(rt: Any, prefix: str, args: argparse.Namespace) -> dict[
             "client": ledger.as_dict(), "audit": found.as_dict(), "check": check, "held": held}
 
 
+# ------------------------------------------------------------------------------------ import-poisoning
+_FORGED = "forged terms (accepted)"
+_OUTAGE = "outage between staging and switch-in, then retry"
+
+
+class _Outage:
+    """A driver whose database goes away when told: every session and query then fails as the real driver's
+    do when the server is unreachable — the interrupted import's own cleanup included."""
+
+    def __init__(self, driver: Any) -> None:
+        self.driver, self.down = driver, False
+
+    def _gone(self) -> None:
+        if self.down:
+            from neo4j.exceptions import ServiceUnavailable
+
+            raise ServiceUnavailable("the database went away")
+
+    def session(self, **kwargs: Any) -> Any:
+        self._gone()
+        return self.driver.session(**kwargs)
+
+    def execute_query(self, *args: Any, **kwargs: Any) -> Any:
+        self._gone()
+        return self.driver.execute_query(*args, **kwargs)
+
+
+def _poison_source(mem: Any) -> None:
+    """What the poisons edit: keyed versions, a registered default policy, a retraction, an erasure."""
+    mem.ingest("The payments API keeps its data on db-7.", "runbook", claim_key="payments.db")
+    mem.ingest("The payments API moved its data to db-9.", "incident", claim_key="payments.db")
+    mem.ingest_many([{"content": f"Service {i} runs {i + 2} replicas.", "source": "capacity"} for i in range(20)])
+    mem.register_policy({"version": "poison-k2", "k": 2})
+    mem.set_default_policy("poison-k2")
+    leak = mem.ingest("The deploy token is tok-991.", "chat")
+    mem.run_projections()
+    mem.erase([leak.id or ""], reason="a token was pasted")
+    mem.ingest("The checkout service runs 3 replicas.", "dashboard")
+
+
+def scenario_import_poisoning(rt: Any, prefix: str, args: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks.import_poisons import FORGED_TERMS, POISONS
+    from palimpsest.api.memory import Memory
+    from palimpsest.graph.lifecycle import importer
+    from palimpsest.graph.lifecycle.maintenance import drop_namespace
+    from palimpsest.schema.errors import PalimpsestError
+
+    source = Memory(rt, f"{prefix}poison-src-{uuid.uuid4().hex[:6]}")
+    _poison_source(source)
+    lines = list(source.export_lines())
+    question = "where does the payments service keep its data?"
+    cases: dict[str, Any] = {}
+    started = time.perf_counter()
+    for name, (edit, field) in sorted(POISONS.items()):
+        bad, line = edit(lines)
+        target = f"{prefix}poison-{uuid.uuid4().hex[:8]}"
+        t0 = time.perf_counter()
+        answer: dict[str, Any]
+        try:
+            Memory(rt, target).import_lines(bad, remap=True)
+            answer = {"code": "ACCEPTED"}
+        except PalimpsestError as exc:
+            answer = exc.to_dict()
+        except Exception as exc:  # an untyped error is what this scenario exists to catch
+            answer = {"code": f"untyped {type(exc).__name__}", "message": str(exc)[:200]}
+        left, _, _ = rt.driver.execute_query(
+            "MATCH (n) WHERE n.namespace = $ns OR n.namespace STARTS WITH $staging RETURN count(n) AS n",
+            ns=target, staging=importer.staging_prefix(target))
+        held = (answer.get("code"), answer.get("field"), answer.get("limit")) == ("BAD_INPUT", field, line) \
+            and int(left[0]["n"]) == 0
+        cases[name] = {"answer": answer, "expected_field": field, "line": line, "nodes_left": int(left[0]["n"]),
+                       "seconds": round(time.perf_counter() - t0, 2), "held": held}
+        drop_namespace(rt.driver, target)
+
+    forged_ns = f"{prefix}poison-terms-{uuid.uuid4().hex[:6]}"
+    forged = Memory(rt, forged_ns)
+    forged.import_lines(FORGED_TERMS(lines)[0], remap=True)
+    packet = forged.recall("zebra quantum saxophone")
+    cases[_FORGED] = {
+        "check_ok": forged.check().ok, "lexical_hits": sum(1 for item in packet.items if item.lexical_score),
+        "held": forged.check().ok and not any(item.lexical_score for item in packet.items)}
+    drop_namespace(rt.driver, forged_ns)
+
+    outage_ns = f"{prefix}poison-outage-{uuid.uuid4().hex[:6]}"
+    outage = _Outage(rt.driver)
+    finish = importer._Importer.finish
+
+    def finish_then_outage(self: Any, last_line: int) -> None:
+        finish(self, last_line)
+        outage.down = True
+
+    importer._Importer.finish = finish_then_outage  # type: ignore[method-assign]
+    first: dict[str, Any]
+    try:
+        importer.import_records(cast(Any, outage), outage_ns, lines, remap=True, embedding_model=rt.embedder.model_name,
+                                embedding_dimension=rt.embedder.dimension)
+        first = {"code": "ACCEPTED"}
+    except PalimpsestError as exc:
+        first = exc.to_dict()
+    finally:
+        importer._Importer.finish = finish  # type: ignore[method-assign]
+    retry = Memory(rt, outage_ns).import_lines(lines, remap=True)
+    top = Memory(rt, outage_ns).recall(question, k=1).items
+    check = _check(rt, outage_ns)
+    cases[_OUTAGE] = {
+        "first": first, "cleared_staging": retry.cleared_staging, "check": check,
+        "recall": top[0].content if top else None,
+        "held": first.get("code") == "UNAVAILABLE" and retry.cleared_staging > 0 and check["ok"]
+        and bool(top) and top[0].content == "The payments API moved its data to db-9."}
+    drop_namespace(rt.driver, outage_ns)
+    drop_namespace(rt.driver, source.namespace)
+    return {"cases": cases, "poisons": len(POISONS), "seconds": round(time.perf_counter() - started, 1),
+            "held": all(c["held"] for c in cases.values())}
+
+
 # ------------------------------------------------------------------------------------ worker-kill
 def labelled_pairs(limit: int) -> list[tuple[str, str, str]]:
     rows = [json.loads(line) for line in PAIRS.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -487,6 +610,21 @@ def scenario_hostile(rt: Any, prefix: str, args: argparse.Namespace) -> dict[str
             "held": server_errors == 0 and uncoded == 0 and not unexpected and alive and min(chain) < 0.1}
 
 
+# ----------------------------------------------------------------------------- subscription flood
+def scenario_subscription_flood(rt: Any, prefix: str, args: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks import subscription_flood as sf
+    from palimpsest.api.memory import Memory
+    from palimpsest.api.worker import run_once
+
+    namespace = f"{prefix}flood-{uuid.uuid4().hex[:6]}"
+    Memory(rt, namespace).ingest_many([{"content": t, "source": f"s{i}"} for i, t in enumerate(sf.SEED)])
+    run_once(rt, namespace)
+    names = [f"k{i}" for i in range(args.flood_keys)] + ["churn", "reader"]
+    with serve({}, keys=sf.keys_json(namespace, names)) as (port, _pid):
+        return sf.flood(port, namespace, sockets=args.flood_sockets, per_socket=args.flood_per_socket,
+                        keys=args.flood_keys, churn=True)
+
+
 # ------------------------------------------------------------------------------------------- load
 def scenario_load(rt: Any, prefix: str, args: argparse.Namespace) -> dict[str, Any]:
     from palimpsest.api.auth import hash_key
@@ -603,11 +741,21 @@ def _table(results: dict[str, Any]) -> str:
                               f"{len(r['unexpected'])}; n=30 chain refused in {r['fragment_chain_30_ms']['best']} ms "
                               f"(worst {r['fragment_chain_30_ms']['worst']}); slowest {r['slowest_case']['case']} "
                               f"{r['slowest_case']['seconds']} s"),
+        "import-poisoning": lambda r: (f"{sum(c['held'] for n, c in r['cases'].items() if n not in (_FORGED, _OUTAGE))}"
+                                       f" of {r['poisons']} poisoned files refused naming line and field, nothing "
+                                       "left; forged terms "
+                                       f"{'neutralised' if r['cases'][_FORGED]['held'] else 'KEPT'}; "
+                                       "outage then retry "
+                                       f"{'imported' if r['cases'][_OUTAGE]['held'] else 'FAILED'}"),
         "load": lambda r: (f"{r['seconds']} s at {r['rate_per_s']}/s: {r['completed']} requests, "
                            f"{r['throughput_per_s']}/s, recall p50/p99 {r['ops']['recall']['p50_ms']}/"
                            f"{r['ops']['recall']['p99_ms']} ms, ingest p50/p99 {r['ops']['ingest']['p50_ms']}/"
                            f"{r['ops']['ingest']['p99_ms']} ms, errors {r['errors']}, RSS "
                            f"{r['server_rss_mib'][0][1]}→{r['server_rss_mib'][-1][1]} MiB"),
+        "subscription-flood": lambda r: (f"{r['sockets']} sockets × {r['per_socket']} subscriptions over {r['keys']} "
+                                         f"read keys, {r['churned']} churned: refused {r['refused']}; recall median "
+                                         f"{r['recall_baseline_ms']} → {r['recall_under_flood_ms']} ms "
+                                         f"(×{r['ratio']})"),
     }
     for name, r in results.items():
         if name in summaries:
@@ -638,6 +786,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load-rate", type=float, default=10.0, help="requests per second")
     parser.add_argument("--load-ingest-share", type=float, default=0.2)
     parser.add_argument("--load-seed-claims", type=int, default=400)
+    parser.add_argument("--flood-sockets", type=int, default=30)
+    parser.add_argument("--flood-per-socket", type=int, default=100, help="subscriptions per socket")
+    parser.add_argument("--flood-keys", type=int, default=15, help="read keys the flood's sockets are spread over")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "reliability.json")
     args = parser.parse_args(argv)
     chosen = [s.strip() for s in args.only.split(",") if s.strip()]
@@ -669,8 +820,12 @@ def main(argv: list[str] | None = None) -> int:
                 results[name] = scenario_worker_kill(rt, args.namespace_prefix, args)
             elif name == "hostile":
                 results[name] = scenario_hostile(rt, args.namespace_prefix, args)
+            elif name == "import-poisoning":
+                results[name] = scenario_import_poisoning(rt, args.namespace_prefix, args)
             elif name == "load":
                 results[name] = scenario_load(rt, args.namespace_prefix, args)
+            elif name == "subscription-flood":
+                results[name] = scenario_subscription_flood(rt, args.namespace_prefix, args)
             print(f"  {name}: {'held' if results[name]['held'] else 'DID NOT HOLD'} "
                   f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
             args.out.parent.mkdir(parents=True, exist_ok=True)

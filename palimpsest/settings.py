@@ -30,10 +30,13 @@ from palimpsest.schema.errors import BadInputError
 if TYPE_CHECKING:
     from palimpsest.graph.db.connection import Neo4jSettings
     from palimpsest.graph.db.local_server import ServerConfig
+    from palimpsest.graph.recall.packet_log import Retention
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"  # extraction.embeddings.DEFAULT_MODEL (a test keeps them equal)
 DEFAULT_MENTION_CACHE_EDGES = 2_000_000
 DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024
+DEFAULT_PACKET_LOG_MAX = 10_000  # graph.recall.packet_log.Retention's defaults (a test keeps them equal)
+DEFAULT_PACKET_LOG_TTL_S = 30 * 24 * 3600.0
 
 Parser = Callable[[str, str], Any]
 
@@ -131,6 +134,19 @@ def _names(key: str, raw: str) -> tuple[str, ...]:
     return names
 
 
+_HOST_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*|[0-9a-f:.]*:[0-9a-f:.]*")
+
+
+def _hosts(key: str, raw: str) -> tuple[str, ...]:
+    # Host names without a port (any port is accepted): "memory.lan, devbox". IPv6 without brackets.
+    names = tuple(n.strip().lower().rstrip(".") for n in raw.split(",") if n.strip())
+    for name in names:
+        bare = name[1:-1] if name.startswith("[") and name.endswith("]") else name
+        if not _HOST_NAME.fullmatch(bare):
+            raise _bad(key, "host names separated by commas, without ports (such as memory.lan,devbox)", raw)
+    return tuple(n[1:-1] if n.startswith("[") and n.endswith("]") else n for n in names)
+
+
 def _var(name: str, parse: Parser) -> dict[str, Any]:
     return {"env": name, "parse": parse}
 
@@ -176,6 +192,15 @@ class Settings:
     mention_cache_edges: int = field(default=DEFAULT_MENTION_CACHE_EDGES,
                                      metadata=_var("PALIMPSEST_MENTION_CACHE_EDGES", _whole(0)))
     embedding_model: str = field(default=DEFAULT_EMBEDDING_MODEL, metadata=_var("PALIMPSEST_EMBEDDING_MODEL", _text))
+    # What reads may write and hold (graph.recall.packet_log, api.subscriptions), and which Host names
+    # local mode answers (api.host_guard).
+    packet_log_max: int = field(default=DEFAULT_PACKET_LOG_MAX, metadata=_var("PALIMPSEST_PACKET_LOG_MAX", _whole(1)))
+    packet_log_ttl_s: float = field(default=DEFAULT_PACKET_LOG_TTL_S,
+                                    metadata=_var("PALIMPSEST_PACKET_LOG_TTL_S", _seconds))
+    max_subscriptions: int = field(default=256, metadata=_var("PALIMPSEST_MAX_SUBSCRIPTIONS", _whole(0)))
+    max_subscriptions_per_key: int = field(default=16, metadata=_var("PALIMPSEST_MAX_SUBSCRIPTIONS_PER_KEY",
+                                                                     _whole(0)))
+    local_allowed_hosts: tuple[str, ...] = field(default=(), metadata=_var("PALIMPSEST_LOCAL_ALLOWED_HOSTS", _hosts))
     # The models the server may call or load, the operator's alone (api.allowed_models): a policy or a
     # caller naming another is refused. Empty by default: nothing the project ships offline needs one.
     allowed_llm_models: tuple[str, ...] = field(default=(), metadata=_var("PALIMPSEST_ALLOWED_LLM_MODELS", _names))
@@ -220,3 +245,9 @@ class Settings:
 
         return ServerConfig(cache_dir=self.cache_dir, bolt_port=self.neo4j_bolt_port, http_port=self.neo4j_http_port,
                             heap=self.neo4j_heap, pagecache=self.neo4j_pagecache, password=self.neo4j_password)
+
+    def packet_retention(self) -> Retention:
+        """What the packet log keeps per namespace (graph.recall.packet_log)."""
+        from palimpsest.graph.recall.packet_log import Retention
+
+        return Retention(max_packets=self.packet_log_max, ttl_s=self.packet_log_ttl_s)

@@ -25,6 +25,12 @@ MAX_PAGE = 100
 MAX_ASK_ROUNDS = 4
 # A pinned route is one earlier packet's `stages` (a handful), applied as recorded by the next recall.
 MAX_PINNED_STAGES = 64
+# Import (graph.lifecycle.importer): what one line of an export file, and each value in it, may hold. A
+# record's own fields have the caps above (content, source, keys, metadata); these bound everything else.
+MAX_IMPORT_LINE_CHARS = 24 * 1024 * 1024  # a logged packet of MAX_K_CEILING long claims, escaped twice
+MAX_PACKET_JSON_CHARS = 8 * 1024 * 1024
+MAX_IMPORT_TEXT_CHARS = 16_384  # any other text property (names, reasons, hashes, policy bodies)
+MAX_IMPORT_LIST_ITEMS = 10_000  # any list property but the visibility lists (bounded by the store revision)
 
 # Use with `fullmatch`: `$` also matches before a trailing newline, so `match` would take "t2\n".
 NAMESPACE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")

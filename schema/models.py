@@ -734,6 +734,8 @@ class ImportResult(BaseModel):
     revision_offset: int = 0
     written: dict[str, int] = Field(default_factory=dict)
     skipped: dict[str, int] = Field(default_factory=dict)
+    # Nodes an earlier, interrupted import into this namespace had staged and this one removed first.
+    cleared_staging: int = 0
 
 
 # ------------------------------------------------------------------------------------ entity graph

@@ -20,7 +20,7 @@ def keyed_graphql(runtime: Any, namespace: str, key: str,
 
     keys = KeyStore.from_json(json.dumps([{"name": "a", "sha256": hash_key(key),
                                            "namespaces": {namespace: list(rights)}}]))
-    with TestClient(create_app(runtime, keys=keys)) as client:
+    with TestClient(create_app(runtime, keys=keys), base_url="http://localhost") as client:
         def gql(query: str) -> dict[str, Any]:
             resp = client.post("/graphql", json={"query": query}, headers={"Authorization": f"Bearer {key}"})
             assert resp.status_code in (200, 400), resp.text

@@ -225,6 +225,24 @@ def _check_store(driver: Driver, namespace: str, database: str | None, found: _F
     return revision
 
 
+def _check_claims(driver: Driver, namespace: str, database: str | None, found: _Found) -> list[StoredClaim]:
+    claims = stored_claims(driver, namespace, database)
+    _check_lists(claims, found)
+    _check_keys(claims, found)
+    _check_edges(driver, namespace, claims, database, found)
+    _check_tombstones(driver, namespace, database, found)
+    return claims
+
+
+def claim_violations(driver: Driver, namespace: str, database: str | None = None) -> list[CheckViolation]:
+    """The checks of claims, their edges and tombstones, without the Store's (gapless Commit log, the
+    worker's cursor): for nodes that have no Store yet — an import's staging namespace
+    (graph.lifecycle.importer), held to what `check` will find once it is switched in."""
+    found = _Found()
+    _check_claims(driver, namespace, database, found)
+    return found.violations
+
+
 TOMBSTONE_FIELDS = frozenset({"id", "namespace", "revision", "erased_at_revision", "erased_at", "reason"})
 
 
@@ -264,14 +282,10 @@ def check(driver: Driver, namespace: str, database: str | None = None) -> CheckR
     """Run every check over the namespace; a report with no violations means every invariant holds."""
     found = _Found()
     revision = _check_store(driver, namespace, database, found)
-    claims = stored_claims(driver, namespace, database)
-    _check_lists(claims, found)
-    _check_keys(claims, found)
-    _check_edges(driver, namespace, claims, database, found)
-    _check_tombstones(driver, namespace, database, found)
+    claims = _check_claims(driver, namespace, database, found)
     return CheckReport(namespace=namespace, revision=revision, claims=len(claims),
                        checked=dict(sorted(found.checked.items())), violations=found.violations,
                        violation_counts=dict(sorted(found.counts.items())))
 
 
-__all__ = ["TOMBSTONE_FIELDS", "StoredClaim", "check", "current_at", "stored_claims", "visible_ids"]
+__all__ = ["TOMBSTONE_FIELDS", "StoredClaim", "check", "claim_violations", "current_at", "stored_claims", "visible_ids"]

@@ -41,6 +41,20 @@ def recent_contradictions(driver: Driver, namespace: str, since: datetime | None
     return [_record(r) for r in records]
 
 
+def feed_token(driver: Driver, namespace: str, database: str | None = None) -> tuple[int, str] | None:
+    """What changes whenever contradictions may have been added: the namespace's projections_seq and the
+    time of its last projections batch (the worker MERGEs CONTRADICTS in the transaction that sets both).
+    One indexed read of the Store node, so subscribers can learn "nothing new" without the scan of
+    `contradictions_after`. None: no such namespace (yet)."""
+    records, _, _ = driver.execute_query(
+        "MATCH (s:Store {namespace: $ns}) RETURN s.projections_seq AS seq, toString(s.projections_at) AS at",
+        ns=namespace, database_=database, routing_="r",
+    )
+    if not records:
+        return None
+    return int(records[0]["seq"] or 0), str(records[0]["at"])
+
+
 def contradictions_after(driver: Driver, namespace: str, after_revision: int, limit: int,
                          database: str | None = None) -> list[ContradictionRecord]:
     """Oldest first after a revision cursor: what a subscriber has not seen yet."""

@@ -26,7 +26,6 @@ Three modes:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import uuid
 from collections import Counter
@@ -35,24 +34,32 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from neo4j import Driver, ManagedTransaction
-from neo4j.exceptions import ConstraintError
+from neo4j.exceptions import ClientError, ConstraintError
 
 from palimpsest.graph.claims import index as claim_index
+from palimpsest.graph.claims.check import claim_violations
 from palimpsest.graph.claims.index import namespace_label
 from palimpsest.graph.claims.order import content_hash
 from palimpsest.graph.claims.store import vector_text
 from palimpsest.graph.claims.visibility import OPEN
 from palimpsest.graph.db.errors import driver_errors
 from palimpsest.graph.lifecycle import export_format as fmt
+from palimpsest.graph.lifecycle import import_rules as rules
 from palimpsest.graph.lifecycle.maintenance import NAMESPACED_LABELS, drop_namespace
-from palimpsest.schema.errors import ConflictError, SchemaMismatchError
+from palimpsest.schema.errors import ConflictError, SchemaMismatchError, UnavailableError
 from palimpsest.schema.models import ImportResult
 
 Mode = Literal["copy", "remap", "merge"]
 BATCH = 500  # records per staging write
-_STATUSES = frozenset({"current", "superseded", "retracted"})
+STAGING_PREFIX = "~import-"  # no face accepts a namespace that starts so (schema.limits.NAMESPACE_RE)
 _KIND_OF_LABEL = {"Claim": "claim", "Entity": "entity", "Fact": "fact"}
 _ID_KINDS = {"claim": "claim", "erased": "claim", "entity": "entity", "fact": "fact"}  # id spaces
+
+
+def staging_prefix(namespace: str) -> str:
+    """What the staging namespaces of imports into `namespace` start with: `~import-<namespace>~`. A namespace
+    has no `~`, so the prefix names one target, and an import finds what an interrupted one left."""
+    return f"{STAGING_PREFIX}{namespace}~"
 
 
 def remapped_id(namespace: str, space: str, old: str) -> str:
@@ -88,6 +95,8 @@ class _Plan:
     target_claims: int
     dimension: int
     skip: frozenset[str]
+    model: str = ""
+    source_revision: int = 0
 
 
 @dataclass
@@ -105,6 +114,14 @@ class _Importer:
     keys: dict[str, set[Any]] = field(default_factory=dict)
     rank: int = 1
     store: dict[str, Any] | None = None
+    store_line: int = 0
+    erase_commits: set[int] = field(default_factory=set)
+    policies: set[str] = field(default_factory=set)
+    # Each claim's line and id in the file, by its staged id: what the staged claims' `check` finds names
+    # them (`finish`).
+    claim_lines: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # SUPERSEDES edges as (label, from, to, line): chains must end (`finish`).
+    supersedes: list[tuple[str, str, str, int]] = field(default_factory=list)
 
     # ---- reading ------------------------------------------------------------------------------
     def take(self, record: dict[str, Any], line: int) -> None:
@@ -128,8 +145,8 @@ class _Importer:
         if self.read["store"] > 1:
             raise fmt.FormatError(line, "a second 'store' record")
         props = fmt.decode_props(record.get("props"), line)
-        if not isinstance(props.get("revision"), int):
-            raise fmt.FormatError(line, "the store record has no integer 'revision'")
+        rules.store(props, line, self.plan.source_revision)
+        self.store_line = line
         # Which indexes the source had is a fact of the source database (graph.claims.index): the
         # target gets its own when the import is in.
         props.pop("claim_indexes", None)
@@ -149,11 +166,12 @@ class _Importer:
         if value in seen:
             raise fmt.FormatError(line, f"{kind} {key} {value!r} appears twice")
         seen.add(value)
-        if kind == "claim":
-            _check_claim(props, line)
+        self._check_record(kind, props, line)
         vector = record.get("embedding")
         if kind == "claim" and vector is None:
-            raise fmt.FormatError(line, "a claim record without its embedding")
+            raise fmt.FormatError(line, "a claim record without its embedding", name="embedding")
+        if kind not in ("claim", "entity", "fact") and vector is not None:
+            raise fmt.FormatError(line, f"a {kind} record has no embedding", name="embedding")
         embedding = None if vector is None else fmt.decode_vector(vector, line, self.plan.dimension)
         if kind in ("claim", "entity", "fact"):
             self.seen[kind].add(str(value))
@@ -170,6 +188,28 @@ class _Importer:
         if len(self.pending[kind]) >= BATCH:
             self.flush(kind)
 
+    def _check_record(self, kind: str, props: dict[str, Any], line: int) -> None:
+        """The record on its own (graph.lifecycle.import_rules), and what later records are checked against."""
+        revision = self.plan.source_revision
+        if kind == "commit":
+            rules.commit(props, line, self.read["commit"])
+            if props.get("kind") == "erase":
+                self.erase_commits.add(int(props["revision"]))
+        elif kind == "policy":
+            rules.policy(props, line)
+            self.policies.add(str(props["version"]))
+        elif kind == "packet":
+            rules.packet(props, line)
+        elif kind == "claim":
+            rules.claim(props, line, store_revision=revision, model=self.plan.model, dimension=self.plan.dimension)
+            self.claim_lines[self._id("claim", str(props["id"]))] = (line, str(props["id"]))
+        elif kind == "erased":
+            rules.erased(props, line, store_revision=revision, erase_commits=self.erase_commits)
+        elif kind == "entity":
+            rules.entity(props, line)
+        elif kind == "fact":
+            rules.fact(props, line, self.seen["entity"])
+
     def _take_rel(self, record: dict[str, Any], line: int) -> None:
         start, end, rtype = record.get("from"), record.get("to"), record.get("type")
         if not (isinstance(start, list) and isinstance(end, list) and len(start) == len(end) == 2
@@ -182,6 +222,9 @@ class _Importer:
             if node not in self.seen[kind]:
                 raise fmt.FormatError(line, f"the relationship's {kind} {node!r} is not in the file")
         props = fmt.decode_props(record.get("props"), line)
+        rules.bounded("rel", props, line)
+        if rtype == "SUPERSEDES":
+            self.supersedes.append((start[0], start[1], end[1], line))
         if any(kind in self.plan.skip for kind, _ in ends):
             self.skipped[f"rel:{rtype}"] += 1
             return
@@ -202,6 +245,27 @@ class _Importer:
             raise ConflictError(f"line {line}: policy {props['version']!r} exists in {self.plan.target!r} with "
                                 "other content; policies are immutable", field="line")
         return True
+
+    # ---- checks across records ----------------------------------------------------------------
+    def finish(self, last_line: int) -> None:
+        """What no single record shows, once every record is read and staged: a Commit per revision, a
+        default-policy history of policies the file holds, supersession chains that end, and — over the
+        staged claims themselves — everything `check` will verify once they are switched in."""
+        assert self.store is not None
+        if self.read["commit"] != self.plan.source_revision:
+            raise fmt.FormatError(last_line, f"the Commit log ends at revision {self.read['commit']}, the store is at "
+                                             f"revision {self.plan.source_revision}", name="revision")
+        if self.plan.mode != "merge":  # merging keeps the target's own default-policy history
+            rules.policy_history(self.store, self.policies, self.store_line)
+        _refuse_cycles(self.supersedes)
+        violations = claim_violations(self.driver, self.plan.staging, self.database)
+        if violations:
+            first = violations[0]
+            line, detail = last_line, first.detail
+            for staged, (at, old) in self.claim_lines.items():
+                if staged in detail:
+                    line, detail = min(line, at), detail.replace(staged, old)
+            raise fmt.FormatError(line, f"the file's claims fail `check` ({first.check}: {detail})", name=first.check)
 
     # ---- transforming -------------------------------------------------------------------------
     def _id(self, space: str, old: str) -> str:
@@ -253,8 +317,17 @@ class _Importer:
             self._refuse_taken(kind, rows)
         if kind == "claim" and self.plan.mode == "merge":
             self._refuse_shared_keys(rows)
-        with self.driver.session(database=self.database) as session:
-            session.execute_write(_stage, kind, self.plan.staging, [row for _, row in rows])
+        try:
+            with self.driver.session(database=self.database) as session:
+                session.execute_write(_stage, kind, self.plan.staging, [row for _, row in rows])
+        except ConstraintError:  # an id staged meanwhile: another import of the same records runs at once
+            raise ConflictError(f"lines {rows[0][0]}-{rows[-1][0]}: a {kind} id was taken while the import ran "
+                                "(another import of this file?); nothing was imported", field="line") from None
+        except ClientError as exc:  # what the checks let through and the database refuses: still the file's
+            if "TransactionTimedOut" in str(exc.code or ""):
+                raise
+            raise fmt.FormatError(rows[0][0], f"the database refused a {kind} record of lines {rows[0][0]}-"
+                                              f"{rows[-1][0]} ({exc.message})") from None
         if kind == "rel":
             for _, row in rows:
                 self.written[f"rel:{row['group'][1]}"] += 1
@@ -266,12 +339,18 @@ class _Importer:
         label = fmt.LABELS[kind]
         by_id = {str(row["props"]["id"]): line for line, row in rows}
         records, _, _ = self.driver.execute_query(
-            f"UNWIND $ids AS id MATCH (n:{label} {{id: id}}) RETURN id LIMIT 1",
+            f"UNWIND $ids AS id MATCH (n:{label} {{id: id}}) RETURN id, n.namespace AS ns LIMIT 1",
             ids=sorted(by_id), database_=self.database, routing_="r")
         if records:
-            taken = str(records[0]["id"])
-            hint = ("import with remap (--remap) for fresh ids" if self.plan.mode == "copy"
-                    else "this file was imported into this namespace before")
+            taken, holder = str(records[0]["id"]), str(records[0]["ns"])
+            if holder.startswith(STAGING_PREFIX):
+                hint = (f"it is staged by another import that has not finished ({holder!r}); if none is running, "
+                        f"an interrupted one left it: `MATCH (n) WHERE n.namespace = '{holder}' DETACH DELETE n` "
+                        "clears it")
+            elif self.plan.mode == "copy":
+                hint = "import with remap (--remap) for fresh ids"
+            else:
+                hint = "this file was imported into this namespace before"
             raise ConflictError(f"line {by_id[taken]}: {kind} id {taken!r} already exists in this database; {hint}",
                                 field="line")
 
@@ -310,26 +389,57 @@ def _stage(tx: ManagedTransaction, kind: str, staging: str, rows: list[dict[str,
             raise ConflictError("a relationship's end was not staged; nothing was imported", field="line")
 
 
-def _check_claim(props: Mapping[str, Any], line: int) -> None:
-    """What recall and `check` rely on: text, a revision, a status and matching visibility lists."""
-    vis_from, vis_to = props.get("vis_from"), props.get("vis_to")
-    problems = [
-        "'content' must be text" if not isinstance(props.get("content"), str) else "",
-        "'revision' must be an integer" if not isinstance(props.get("revision"), int) else "",
-        f"'status' must be one of {sorted(_STATUSES)}" if props.get("status") not in _STATUSES else "",
-        "'vis_from' and 'vis_to' must be lists of integers of one length"
-        if not (isinstance(vis_from, list) and isinstance(vis_to, list) and len(vis_from) == len(vis_to) >= 1
-                and all(isinstance(v, int) for v in (*vis_from, *vis_to))) else "",
-    ]
-    found = [p for p in problems if p]
-    if found:
-        raise fmt.FormatError(line, "claim: " + "; ".join(found))
+def _refuse_cycles(edges: list[tuple[str, str, str, int]]) -> None:
+    """A supersession chain must end: recall and the worker follow `SUPERSEDES` from newer to older, and a
+    cycle has no current end. Iterative (a chain can be as long as the store), over the edges in memory."""
+    for label in sorted({e[0] for e in edges}):
+        out: dict[str, list[tuple[str, int]]] = {}
+        for start, a, b, line in edges:
+            if start == label:
+                out.setdefault(a, []).append((b, line))
+        state: dict[str, int] = {}  # 1: on the path being walked, 2: done
+        for root in sorted(out):
+            if state.get(root):
+                continue
+            state[root] = 1
+            stack: list[tuple[str, int]] = [(root, 0)]
+            while stack:
+                node, i = stack[-1]
+                nexts = out.get(node, [])
+                if i == len(nexts):
+                    state[node] = 2
+                    stack.pop()
+                    continue
+                stack[-1] = (node, i + 1)
+                target, _ = nexts[i]
+                if state.get(target) == 1:  # blame the cycle's last edge in file order
+                    walked = [n for n, _ in stack]
+                    cycle = [out[n][j - 1] for n, j in stack[walked.index(target):]]
+                    last = max(cycle, key=lambda edge: edge[1])
+                    raise fmt.FormatError(last[1], f"{label} -[:SUPERSEDES]-> {last[0]!r} closes a cycle of "
+                                                   f"{len(cycle)}: a supersession chain must end", name="SUPERSEDES")
+                if not state.get(target):
+                    state[target] = 1
+                    stack.append((target, 0))
+
+
+def _staged_counts(tx: ManagedTransaction, staging: str) -> dict[str, int]:
+    return {kind: int(tx.run(f"MATCH (n:{label} {{namespace: $staging}}) RETURN count(n) AS n",  # our constants
+                             staging=staging).single(strict=True)["n"]) for kind, label in fmt.LABELS.items()}
 
 
 # ------------------------------------------------------------------------------------ switching in
 def _switch_in(tx: ManagedTransaction, plan: _Plan, store: dict[str, Any], source_revision: int,
-               claims: int) -> int:
-    """Move every staged node into the target, at once; returns the target's store revision."""
+               written: Mapping[str, int]) -> int:
+    """Move every staged node into the target, at once; returns the target's store revision.
+
+    First, the staging must hold exactly what was written to it: an import into the same namespace that
+    started meanwhile clears what it takes for an interrupted import's staging, and a partial namespace
+    must never be switched in."""
+    staged = _staged_counts(tx, plan.staging)
+    if any(staged[kind] != written.get(kind, 0) for kind in staged):
+        raise ConflictError(f"another import into {plan.target!r} started while this one ran and cleared its staging; "
+                            "nothing was imported — run one import at a time", field="namespace")
     if plan.mode == "merge":
         record = tx.run("MATCH (s:Store {namespace: $ns}) SET s.revision = s.revision RETURN s.revision AS r",
                         ns=plan.target).single()
@@ -358,7 +468,7 @@ def _switch_in(tx: ManagedTransaction, plan: _Plan, store: dict[str, Any], sourc
     if plan.mode == "merge":
         tx.run("MATCH (s:Store {namespace: $ns}) SET s.revision = s.revision + $revisions, "
                "s.claims = coalesce(s.claims, 0) + $claims", ns=plan.target, revisions=source_revision,
-               claims=claims).consume()
+               claims=written.get("claim", 0)).consume()
         return plan.offset + source_revision
     return source_revision
 
@@ -370,11 +480,15 @@ def import_records(driver: Driver, namespace: str, lines: Iterable[str], *, rema
     """Import the lines of an export file into `namespace` (see the module docstring for the modes).
 
     Raises:
-        FormatError (BAD_INPUT, naming the line): not this format or version, a malformed or
-            out-of-order record, a file cut short (fewer records than its header announces).
+        FormatError (BAD_INPUT, naming the line and field): not this format or version, a malformed or
+            out-of-order record, a value recall, the worker or `check` could not rely on
+            (graph.lifecycle.import_rules), a supersession cycle, a file cut short (fewer records than
+            its header announces).
         ConflictError: the namespace is not empty (without `remap`), ids or keys already taken, or the
             namespace was written to while the import ran.
         SchemaMismatchError: the file's embeddings are of another model or dimension.
+        UnavailableError: the database went away; nothing was switched in, and what was staged is removed
+            (or, if the database stayed away, by the next import into the namespace).
     """
     numbered = enumerate(lines, start=1)
     header, line = None, 0
@@ -401,10 +515,13 @@ def import_records(driver: Driver, namespace: str, lines: Iterable[str], *, rema
         raise ConflictError(f"namespace {namespace!r} holds nodes but no store; drop it first", field="namespace")
     skip = {"copy": frozenset() if header["namespace"] == namespace else frozenset({"packet"}),
             "remap": frozenset({"packet"}), "merge": frozenset({"packet", "entity", "fact"})}[mode]
-    plan = _Plan(namespace, f"~import-{uuid.uuid4().hex}", header["namespace"], mode,
-                 target.revision if mode == "merge" else 0, target.claims if mode == "merge" else 0, dimension, skip)
+    with driver_errors():
+        cleared = clear_interrupted(driver, namespace, database=database)
+    plan = _Plan(namespace, f"{staging_prefix(namespace)}{uuid.uuid4().hex}", header["namespace"], mode,
+                 target.revision if mode == "merge" else 0, target.claims if mode == "merge" else 0, dimension, skip,
+                 model=model, source_revision=int(header["store_revision"]))
     importer = _Importer(driver, plan, database)
-    total = sum(int(v) for v in header["counts"].values() if isinstance(v, int)) + 2
+    total = sum(int(v) for v in header["counts"].values() if isinstance(v, int) and not isinstance(v, bool)) + 2
     try:
         with driver_errors():
             for line, text in numbered:
@@ -415,21 +532,42 @@ def import_records(driver: Driver, namespace: str, lines: Iterable[str], *, rema
             importer.flush_all()
             _check_counts(header, importer.read, line)
             assert importer.store is not None  # _check_counts saw exactly one store record
+            importer.finish(line)
             try:
                 with driver.session(database=database) as session:
                     revision = session.execute_write(_switch_in, plan, importer.store, int(header["store_revision"]),
-                                                     importer.written["claim"])
+                                                     importer.written)
             except ConstraintError as exc:  # a concurrent writer created the namespace's Store, or a key
                 raise ConflictError(f"namespace {namespace!r} was written to while the import ran; nothing was "
                                     f"imported ({exc.message})", field="namespace") from None
-    except BaseException:
-        with contextlib.suppress(Exception):  # never hide why the import failed behind a failed cleanup
+    except BaseException as exc:
+        try:
             drop_namespace(driver, plan.staging, database=database)
+        except Exception:  # never hide why the import failed behind a failed cleanup; say what is left
+            if isinstance(exc, UnavailableError):
+                raise UnavailableError(f"{exc.message}. The records staged so far could not be removed while the "
+                                       f"database was unreachable; the next import into {namespace!r} removes them "
+                                       "first") from exc
         raise
     claim_index.ensure_quietly(driver, namespace, database)
     return ImportResult(namespace=namespace, source_namespace=plan.source, format_version=fmt.VERSION, mode=mode,
                         revision=revision, revision_offset=plan.offset, written=dict(sorted(importer.written.items())),
-                        skipped=dict(sorted(importer.skipped.items())))
+                        skipped=dict(sorted(importer.skipped.items())), cleared_staging=cleared)
+
+
+def clear_interrupted(driver: Driver, namespace: str, *, database: str | None = None, limit: int = 100) -> int:
+    """Remove what interrupted imports into `namespace` staged (an outage that also stopped their own
+    cleanup, a killed process): nodes nobody can see, which would hold their ids and make the retry a
+    CONFLICT. Returns how many nodes were removed. An import into the same namespace still running
+    loses its staging too, and its switch-in refuses (`_switch_in`): one import at a time."""
+    prefix = staging_prefix(namespace)
+    found: set[str] = set()
+    for label in fmt.LABELS.values():  # our constants; each a seek on the (namespace, …) index
+        records, _, _ = driver.execute_query(
+            f"MATCH (n:{label}) WHERE n.namespace STARTS WITH $prefix RETURN DISTINCT n.namespace AS ns LIMIT $limit",
+            prefix=prefix, limit=limit, database_=database, routing_="r")
+        found.update(str(r["ns"]) for r in records)
+    return sum(drop_namespace(driver, staging, database=database) for staging in sorted(found))
 
 
 def _check_counts(header: Mapping[str, Any], read: Counter[str], last_line: int) -> None:
@@ -443,4 +581,4 @@ def _check_counts(header: Mapping[str, Any], read: Counter[str], last_line: int)
                                              f"its header announces {expected} (was it cut short?)")
 
 
-__all__ = ["BATCH", "Mode", "import_records", "remapped_id"]
+__all__ = ["BATCH", "STAGING_PREFIX", "Mode", "clear_interrupted", "import_records", "remapped_id", "staging_prefix"]

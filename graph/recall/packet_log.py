@@ -4,11 +4,19 @@ An erased claim (graph.lifecycle.erase) must not live on in a logged packet: eve
 it — as an item, a contradiction's other side, a belief's support, a supersession — or whose query
 carries its text (`erase_packets`) keeps only its fingerprint and the facts of the recall (revision,
 policy, k, valid_at), and replaying it answers ERASED with the ids, never the content.
+
+The log is bounded (`Retention`): a namespace keeps at most `max_packets` packets, none older than
+`ttl_s`. Each write trims its own namespace in the same call, with bounded work — at most
+`TRIM_BATCH` expired and `TRIM_BATCH` surplus packets (oldest first) per write, found through the
+(namespace, logged_at) index — so no worker is needed and a namespace that stops logging keeps what
+it has until its next write (or `trim`). A read that logs can therefore add at most one packet's worth
+of storage per round, however often it is repeated or aliased.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from neo4j import Driver, ManagedTransaction
 
@@ -29,10 +37,47 @@ def packet_claim_ids(packet: ContextPacket) -> list[str]:
     return sorted(ids)
 
 
-def log_packet(driver: Driver, packet: ContextPacket, database: str | None = None) -> None:
+TRIM_BATCH = 500  # packets one write may remove, of each kind (expired, over the cap)
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How much of the packet log a namespace keeps (PALIMPSEST_PACKET_LOG_MAX / _TTL_S)."""
+
+    max_packets: int = 10_000
+    ttl_s: float = 30 * 24 * 3600.0
+
+
+def trim(driver: Driver, namespace: str, retention: Retention, database: str | None = None) -> int:
+    """Remove the namespace's expired packets, then its oldest beyond `max_packets`; at most
+    `TRIM_BATCH` of each per call. Returns how many went."""
+    expired, _, _ = driver.execute_query(
+        "MATCH (p:PacketLog {namespace: $ns}) WHERE p.logged_at < datetime() - duration({milliseconds: $ttl_ms}) "
+        "WITH p ORDER BY p.logged_at LIMIT $batch DETACH DELETE p RETURN count(*) AS n",
+        ns=namespace, ttl_ms=int(retention.ttl_s * 1000), batch=TRIM_BATCH, database_=database,
+    )
+    counted, _, _ = driver.execute_query(
+        "MATCH (p:PacketLog {namespace: $ns}) WHERE p.logged_at IS NOT NULL RETURN count(p) AS n",
+        ns=namespace, database_=database, routing_="r",
+    )
+    surplus = min(int(counted[0]["n"]) - retention.max_packets, TRIM_BATCH)
+    removed = int(expired[0]["n"])
+    if surplus > 0:
+        over, _, _ = driver.execute_query(
+            "MATCH (p:PacketLog {namespace: $ns}) WHERE p.logged_at IS NOT NULL "
+            "WITH p ORDER BY p.logged_at, p.fingerprint LIMIT $n DETACH DELETE p RETURN count(*) AS n",
+            ns=namespace, n=surplus, database_=database,
+        )
+        removed += int(over[0]["n"])
+    return removed
+
+
+def log_packet(driver: Driver, packet: ContextPacket, database: str | None = None,
+               retention: Retention | None = None) -> None:
     """Same fingerprint, same packet: MERGE keeps the first copy and ignores repeats. A packet that
     names a claim erased since it was computed is not logged (it would bring the content back), and
-    what `explain` derived is not kept (an explained packet logs as the same packet unexplained)."""
+    what `explain` derived is not kept (an explained packet logs as the same packet unexplained).
+    Then the namespace is trimmed to `retention` (default: `Retention()`)."""
     driver.execute_query(
         "OPTIONAL MATCH (e:ErasedClaim {namespace: $ns}) WHERE e.id IN $ids "
         "WITH count(e) AS erased WHERE erased = 0 "
@@ -43,6 +88,7 @@ def log_packet(driver: Driver, packet: ContextPacket, database: str | None = Non
         query=packet.query, policy=packet.policy_version, rev=packet.store_revision, k=packet.k,
         valid_at=packet.valid_at, ids=packet_claim_ids(packet), database_=database,
     )
+    trim(driver, packet.namespace, retention or Retention(), database)
 
 
 def load_packet(driver: Driver, namespace: str, fingerprint: str, database: str | None = None) -> ContextPacket:

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def client(driver: Driver, embedder: Any, neo4j: Any) -> Any:
     rt = Runtime(Neo4jSettings(uri=neo4j.uri), driver, embedder, schema_version=4)
-    with TestClient(create_app(rt)) as c:
+    with TestClient(create_app(rt), base_url="http://localhost") as c:
         yield c
 
 

@@ -44,10 +44,11 @@ def scripted(answers: list[dict[str, Any]]) -> tuple[Callable[..., Any], list[st
 def reader_memory(runtime: Any, driver: Any, namespace: str, options: ReaderOptions) -> Memory:
     rt = Runtime(runtime.settings, driver, runtime.embedder, runtime.schema_version, models=runtime.models,
                  reader=options)
-    return Memory(rt, namespace)
+    return Memory(rt, namespace, log_packets=True)  # every round's packet logged, so each replays
 
 
 def test_offline_second_round_adds_the_bridge_and_every_round_replays(memory: Memory) -> None:
+    memory = Memory(memory.rt, memory.namespace, log_packets=True)  # logged rounds replay
     ids = _seed(memory)
     out = memory.recall_rounds(QUESTION, k=3)
     assert [r.origin for r in out.rounds] == ["question", "expansion"]
@@ -188,7 +189,7 @@ def test_faces_graphql_cli_mcp(reader_runtime: Runtime, namespace: str, neo4j: A
         answer notInMemory citedIds droppedCitations model cost { calls totalTokens costUsd }
         rounds { round origin query addedTerms packet { fingerprint items { id } } } items { id rank roundRanks } }
       recallRounds(query: $q, k: 2, namespace: $ns) { rounds { origin packet { fingerprint } } items { id } } }"""
-    with TestClient(create_app(reader_runtime)) as client:
+    with TestClient(create_app(reader_runtime), base_url="http://localhost") as client:
         body = client.post("/graphql", json={"query": query, "variables": {"q": QUESTION, "m": MODEL,
                                                                            "ns": namespace}}).json()
         assert "errors" not in body, body

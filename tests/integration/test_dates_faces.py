@@ -25,7 +25,7 @@ NUMERIC = ["20170725", 1500000000, "1500000000"]
 
 @pytest.fixture
 def client(runtime: Any) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime, keys=KeyStore([]))) as c:  # local mode: every namespace open
+    with TestClient(create_app(runtime, keys=KeyStore([])), base_url="http://localhost") as c:  # local mode
         yield c
 
 

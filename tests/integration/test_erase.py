@@ -271,7 +271,7 @@ def client(runtime: Any, namespace: str) -> Iterator[TestClient]:
         {"name": "eraser", "sha256": hash_key(KEY_ERASER), "namespaces": {namespace: ["read", "erase"]}},
         {"name": "erase-only", "sha256": hash_key(KEY_ERASE_ONLY), "namespaces": {namespace: ["erase"]}},
     ]))
-    with TestClient(create_app(runtime, keys=keys)) as c:
+    with TestClient(create_app(runtime, keys=keys), base_url="http://localhost") as c:
         yield c
 
 

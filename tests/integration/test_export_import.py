@@ -10,18 +10,25 @@ copy comes back through it (`palimpsest import -n NS < file`).
 from __future__ import annotations
 
 import json
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from neo4j import Driver
+from neo4j.exceptions import ServiceUnavailable
 from typer.testing import CliRunner
 
 from benchmarks.export_import import content_view, reverse_ids, translate
+from benchmarks.import_poisons import FORGED_TERMS, FORGED_WORDS, POISONS
 from palimpsest.api.cli import app
 from palimpsest.api.memory import Memory
+from palimpsest.graph.lifecycle import importer
+from palimpsest.graph.lifecycle.importer import remapped_id, staging_prefix
 from palimpsest.graph.lifecycle.maintenance import drop_namespace
-from palimpsest.schema.errors import BadInputError, ConflictError, ErasedError
+from palimpsest.graph.text import stored_terms
+from palimpsest.schema.errors import BadInputError, ConflictError, ErasedError, UnavailableError
 
 pytestmark = pytest.mark.integration
 
@@ -248,3 +255,132 @@ def test_a_stalled_export_releases_the_write_lock(memory: Memory) -> None:
     assert ended.value.code == "TIMEOUT" and ended.value.field == "lock_seconds"
     with pytest.raises(BadInputError):
         next(memory.export_lines(lock_seconds=0))
+
+
+# ------------------------------------------------------------------------ poisoned files
+# Each case (benchmarks/import_poisons.py) takes a real export and edits one record, as an attacker would:
+# the import must refuse it with BAD_INPUT naming the line and the field, and write nothing (no target
+# node, no staging left).
+@pytest.fixture(scope="module")
+def source(runtime: Any, driver: Driver) -> Iterator[list[str]]:
+    """The export of one real store, shared by the poisoning cases (each imports into its own namespace)."""
+    ns = f"t-src-{uuid.uuid4().hex[:10]}"
+    mem = Memory(runtime, ns)
+    _build(mem)
+    yield list(mem.export_lines())
+    drop_namespace(driver, ns)
+
+
+def _nothing_written(driver: Driver, target: str) -> None:
+    records, _, _ = driver.execute_query(
+        "MATCH (n) WHERE n.namespace = $ns OR n.namespace STARTS WITH $staging RETURN count(n) AS n",
+        ns=target, staging=staging_prefix(target))
+    assert records[0]["n"] == 0, f"the refused import left {records[0]['n']} nodes"
+
+
+@pytest.mark.parametrize("case", sorted(POISONS))
+def test_a_poisoned_file_is_refused_naming_the_line_and_field(case: str, source: list[str], runtime: Any,
+                                                              namespace: str, driver: Driver) -> None:
+    lines = source
+    edit, field = POISONS[case]
+    bad, line = edit(lines)
+    target = Memory(runtime, namespace)
+    with pytest.raises(BadInputError) as refused:
+        target.import_lines(bad, remap=True)
+    error = refused.value
+    assert (error.code, error.field, error.limit) == ("BAD_INPUT", field, line), error.to_dict()
+    assert error.message.startswith(f"line {line}: "), error.message
+    _nothing_written(driver, namespace)
+
+
+def test_the_cli_names_a_poisoned_line_in_one_line(source: list[str], namespace: str, neo4j: Any,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEO4J_URI", neo4j.uri)
+    lines = source
+    bad, line = POISONS["NaN in a vector"][0](lines)
+    result = CliRunner().invoke(app, ["import", "-n", namespace, "--remap"], input="\n".join(bad) + "\n")
+    assert result.exit_code == 1 and (result.exception is None or isinstance(result.exception, SystemExit))
+    errors = [text for text in result.output.splitlines() if "error:" in text]
+    assert len(errors) == 1 and f"BAD_INPUT: line {line}: field 'embedding'" in errors[0], result.output
+    assert "Traceback" not in result.output
+
+
+def test_forged_terms_are_recomputed_from_the_content(source: list[str], runtime: Any, namespace: str,
+                                                      driver: Driver) -> None:
+    """A claim's stored term analysis decides what a query matches lexically: a file listing the words of
+    unrelated queries must not make them match. The import derives it from the content, as ingest does."""
+    lines = source
+    bad, line = FORGED_TERMS(lines)
+    old_id = json.loads(bad[line - 1])["props"]["id"]
+    target = Memory(runtime, namespace)
+    result = target.import_lines(bad, remap=True)
+    assert result.mode == "remap"
+    records, _, _ = driver.execute_query("MATCH (c:Claim {namespace: $ns, id: $id}) RETURN c.content AS content, "
+                                         "c.terms AS terms, c.names AS names, c.terms_v AS v",
+                                         ns=namespace, id=remapped_id(namespace, "claim", old_id))
+    stored = records[0]
+    assert {"terms": stored["terms"], "names": stored["names"], "terms_v": stored["v"]} == \
+        stored_terms(stored["content"])
+    assert not set(FORGED_WORDS) & set(stored["terms"])
+    assert target.check().ok
+    packet = target.recall(" ".join(FORGED_WORDS))
+    assert all(not item.lexical_score for item in packet.items), \
+        [(item.content, item.lexical_score) for item in packet.items]
+    assert target.recall("where does the payments service keep its data?", k=1).items[0].content == \
+        "The payments API moved its data to db-9."
+
+
+class _Outage:
+    """A driver whose database goes away when told: from then on every session and query fails as the real
+    driver fails when the server is unreachable (ServiceUnavailable) — the import's own cleanup included."""
+
+    def __init__(self, driver: Driver) -> None:
+        self.driver, self.down = driver, False
+
+    def _gone(self) -> None:
+        if self.down:
+            raise ServiceUnavailable("Couldn't connect to 127.0.0.1:7687 (the database went away)")
+
+    def session(self, **kwargs: Any) -> Any:
+        self._gone()
+        return self.driver.session(**kwargs)
+
+    def execute_query(self, *args: Any, **kwargs: Any) -> Any:
+        self._gone()
+        return self.driver.execute_query(*args, **kwargs)
+
+
+def test_an_import_cut_by_an_outage_is_retried_into_the_empty_namespace(
+        source: list[str], runtime: Any, embedder: Any, namespace: str, driver: Driver,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The database goes away after every record is staged and checked, before the switch-in: nothing is
+    switched in, the cleanup cannot run either, and the error says so. The retry clears the leftover
+    staging and imports into the still-empty namespace."""
+    lines = source
+    outage = _Outage(driver)
+    finish = importer._Importer.finish
+
+    def finish_then_outage(self: Any, last_line: int) -> None:
+        finish(self, last_line)
+        outage.down = True
+
+    monkeypatch.setattr(importer._Importer, "finish", finish_then_outage)
+    with pytest.raises(UnavailableError) as cut:
+        importer.import_records(cast(Driver, outage), namespace, lines, remap=True,
+                                embedding_model=embedder.model_name, embedding_dimension=embedder.dimension)
+    assert "retrying is safe" in cut.value.message and f"the next import into {namespace!r}" in cut.value.message
+    monkeypatch.undo()
+    left, _, _ = driver.execute_query("MATCH (n) WHERE n.namespace STARTS WITH $p RETURN count(n) AS n",
+                                      p=staging_prefix(namespace))
+    assert left[0]["n"] > 0, "the outage should have left the staging behind (the cleanup could not run)"
+    target = Memory(runtime, namespace)
+    assert target.settings().revision == 0
+
+    result = target.import_lines(lines, remap=True)
+    assert result.mode == "remap" and result.cleared_staging == left[0]["n"]
+    again, _, _ = driver.execute_query("MATCH (n) WHERE n.namespace STARTS WITH $p RETURN count(n) AS n",
+                                       p=staging_prefix(namespace))
+    assert again[0]["n"] == 0
+    assert target.check().ok
+    assert target.recall("where does the payments service keep its data?", k=1).items[0].content == \
+        "The payments API moved its data to db-9."

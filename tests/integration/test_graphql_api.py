@@ -40,7 +40,7 @@ def client(runtime: Any, tenants: tuple[str, str]) -> Iterator[TestClient]:
         {"name": "b", "sha256": hash_key(KEY_B), "namespaces": {ns_b: ["read", "write"]}},
         {"name": "ro", "sha256": hash_key(KEY_RO), "namespaces": {ns_a: ["read"]}},
     ]))
-    with TestClient(create_app(runtime, keys=keys)) as c:
+    with TestClient(create_app(runtime, keys=keys), base_url="http://localhost") as c:
         yield c
 
 
@@ -318,7 +318,7 @@ def test_database_down_is_unavailable_for_real(embedder: Any) -> None:
     drv = GraphDatabase.driver(uri, connection_timeout=1, connection_acquisition_timeout=2)
     rt = Runtime(Neo4jSettings(uri=uri), drv, embedder, schema_version=0)
     try:
-        with TestClient(create_app(rt, keys=KeyStore([]))) as c:
+        with TestClient(create_app(rt, keys=KeyStore([])), base_url="http://localhost") as c:
             body = c.post("/graphql", json={"query": "{ stats { revision } }"}).json()
             assert codes(body) == ["UNAVAILABLE"]
             assert c.get("/health").status_code == 503
@@ -329,7 +329,7 @@ def test_database_down_is_unavailable_for_real(embedder: Any) -> None:
 def test_in_process_worker_surfaces_contradictions_in_packets(runtime: Any, namespace: str) -> None:
     import time
 
-    with TestClient(create_app(runtime, keys=KeyStore([]), worker=True)) as c:
+    with TestClient(create_app(runtime, keys=KeyStore([]), worker=True), base_url="http://localhost") as c:
         def q(query: str, **variables: Any) -> dict[str, Any]:
             body: dict[str, Any] = c.post("/graphql", json={"query": query, "variables": variables}).json()
             return body

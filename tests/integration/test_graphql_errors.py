@@ -89,7 +89,7 @@ READS = [
 
 @pytest.fixture(scope="module")
 def client(runtime: Any) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime, keys=KeyStore([]))) as c:
+    with TestClient(create_app(runtime, keys=KeyStore([])), base_url="http://localhost") as c:
         yield c
 
 
@@ -143,7 +143,7 @@ def test_an_omitted_namespace_is_the_keys_only_one(runtime: Any, namespace: str)
     keys = KeyStore.from_json(json.dumps([{"name": "a", "sha256": hash_key("k-a"),
                                            "namespaces": {namespace: ["read", "write"]}}]))
     headers = {"Authorization": "Bearer k-a"}
-    with TestClient(create_app(runtime, keys=keys)) as c:
+    with TestClient(create_app(runtime, keys=keys), base_url="http://localhost") as c:
         wrote = post(c, 'mutation { ingest(input: {content: "a", source: "s"}) { revision } }', namespace,
                      headers=headers)
         assert wrote.get("data", {}).get("ingest", {}).get("revision") == 1, wrote

@@ -25,7 +25,7 @@ floats = st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False)) 
 def client(runtime: Any) -> Iterator[TestClient]:
     from palimpsest.api.auth import KeyStore
 
-    with TestClient(create_app(runtime, keys=KeyStore([]))) as c:
+    with TestClient(create_app(runtime, keys=KeyStore([])), base_url="http://localhost") as c:
         yield c
 
 

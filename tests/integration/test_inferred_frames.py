@@ -173,7 +173,7 @@ def test_graphql_lists_and_undoes_inferred_links(memory: Memory, driver: Driver,
     keys = KeyStore.from_json(json.dumps([
         {"name": "a", "sha256": hash_key(key), "namespaces": {memory.namespace: ["read", "admin"]}},
         {"name": "w", "sha256": hash_key(writer), "namespaces": {memory.namespace: ["read", "write"]}}]))
-    with TestClient(create_app(runtime, keys=keys)) as client:
+    with TestClient(create_app(runtime, keys=keys), base_url="http://localhost") as client:
         def gql(query: str, as_key: str = key, **variables: Any) -> dict[str, Any]:
             resp = client.post("/graphql", json={"query": query, "variables": variables},
                                headers={"Authorization": f"Bearer {as_key}"})

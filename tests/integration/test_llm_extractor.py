@@ -231,7 +231,7 @@ def test_worker_supersedes_adds_support_and_a_rerun_changes_nothing(memory: Any,
 
     keys = KeyStore.from_json(json.dumps([{"name": "a", "sha256": hash_key("k-a"),
                                            "namespaces": {ns: ["read"]}}]))
-    with TestClient(create_app(runtime, keys=keys)) as client:
+    with TestClient(create_app(runtime, keys=keys), base_url="http://localhost") as client:
         body = client.post("/graphql", headers={"Authorization": "Bearer k-a"}, json={"query": """
             query($ns: String!) { entity(namespace: $ns, name: "Mara Quint") {
               facts(includeSuperseded: true) { id object status supersededBy supersededAtRevision } } }""",
@@ -291,7 +291,7 @@ def test_packets_and_graphql_carry_the_facts(memory: Any, runtime: Any) -> None:
 
     keys = KeyStore.from_json(json.dumps([{"name": "a", "sha256": hash_key("k-a"),
                                            "namespaces": {memory.namespace: ["read"]}}]))
-    with TestClient(create_app(runtime, keys=keys)) as client:
+    with TestClient(create_app(runtime, keys=keys), base_url="http://localhost") as client:
         resp = client.post("/graphql", headers={"Authorization": "Bearer k-a"}, json={"query": """
             query($ns: String!) { entity(namespace: $ns, name: "Mara Quint") {
               name facts { predicate object confidence supportedBy status } } }""",

@@ -176,7 +176,7 @@ def client(runtime: Any, namespace: str) -> Iterator[TestClient]:
         {"name": "rw", "sha256": hash_key(KEY_RW), "namespaces": {namespace: ["read", "write", "admin"]}},
         {"name": "ro", "sha256": hash_key(KEY_RO), "namespaces": {namespace: ["read", "write"]}},
     ]))
-    with TestClient(create_app(runtime, keys=keys)) as c:
+    with TestClient(create_app(runtime, keys=keys), base_url="http://localhost") as c:
         yield c
 
 

@@ -38,7 +38,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def client(runtime: Any) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime, keys=KeyStore([]))) as c:
+    with TestClient(create_app(runtime, keys=KeyStore([])), base_url="http://localhost") as c:
         yield c
 
 

@@ -59,7 +59,7 @@ def live_port(runtime: Any, tenants: tuple[str, str]) -> Iterator[int]:
 
 @pytest.fixture(scope="module")
 def client(runtime: Any, tenants: tuple[str, str]) -> Iterator[TestClient]:
-    with TestClient(_app(runtime, _keys(*tenants))) as c:
+    with TestClient(_app(runtime, _keys(*tenants)), base_url="http://localhost") as c:
         yield c
 
 
@@ -145,10 +145,11 @@ def test_metrics_show_a_namespace_only_to_who_may_read_it(client: TestClient, te
 
 
 def test_local_mode_metrics_are_open_unless_a_metrics_key_is_set(runtime: Any, namespace: str) -> None:
-    with TestClient(create_app(runtime, keys=KeyStore([]))) as c:
+    with TestClient(create_app(runtime, keys=KeyStore([])), base_url="http://localhost") as c:
         _ingest(c, None, namespace)
         assert namespace in _metric_namespaces(c, None)
-    with TestClient(create_app(runtime, keys=KeyStore([], metrics_sha256=hash_key(METRICS_KEY)))) as c:
+    with TestClient(create_app(runtime, keys=KeyStore([], metrics_sha256=hash_key(METRICS_KEY))),
+                    base_url="http://localhost") as c:
         _ingest(c, None, namespace)
         assert _metric_namespaces(c, None) == set()
         assert namespace in _metric_namespaces(c, METRICS_KEY)
@@ -156,7 +157,7 @@ def test_local_mode_metrics_are_open_unless_a_metrics_key_is_set(runtime: Any, n
 
 def test_dropped_namespace_leaves_metrics(runtime: Any, driver: Any) -> None:
     ns = f"hh-{uuid.uuid4().hex[:10]}-gone"
-    with TestClient(create_app(runtime, keys=KeyStore([]))) as c:
+    with TestClient(create_app(runtime, keys=KeyStore([])), base_url="http://localhost") as c:
         try:
             _ingest(c, None, ns)
             assert ns in _metric_namespaces(c, None)

@@ -99,7 +99,7 @@ def app(runtime: Any, tenants: tuple[str, str]) -> Any:
 
 @pytest.fixture(scope="module")
 def client(app: Any, tenants: tuple[str, str]) -> Iterator[TestClient]:
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://localhost") as c:
         body = post(c, 'mutation($ns: String) { ingest(input: {content: "' + SECRET + '", source: "b"}, '
                        'namespace: $ns) { revision } }', KEY_B, tenants[1])
         assert body["data"]["ingest"]["revision"] >= 1

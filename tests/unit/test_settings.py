@@ -12,6 +12,7 @@ from palimpsest.extraction.embeddings import DEFAULT_MODEL
 from palimpsest.extraction.hub import local_files_only
 from palimpsest.graph.db.connection import Neo4jSettings
 from palimpsest.graph.db.local_server import ServerConfig
+from palimpsest.graph.recall.packet_log import Retention
 from palimpsest.schema.errors import BadInputError
 from palimpsest.settings import Settings
 
@@ -29,6 +30,8 @@ def test_unset_variables_give_the_layers_own_defaults(monkeypatch: pytest.Monkey
                                                                                                    30.0, 1.0)
     assert (settings.body_chunk_timeout_s, settings.body_timeout_s, settings.log_packets) == (10.0, 30.0, False)
     assert settings.mention_cache_edges == 2_000_000
+    assert settings.packet_retention() == Retention()  # the packet log's own defaults
+    assert settings.local_allowed_hosts == ()
     assert settings.api_keys_file is settings.api_keys is settings.metrics_key_sha256 is None
 
 
@@ -44,7 +47,10 @@ def test_every_variable_is_read_typed() -> None:
            "PALIMPSEST_BODY_CHUNK_TIMEOUT_S": "0.25", "PALIMPSEST_BODY_TIMEOUT_S": "2",
            "PALIMPSEST_REQUEST_TIMEOUT_S": "7.5", "PALIMPSEST_SUBSCRIPTION_POLL_S": "0.1",
            "PALIMPSEST_LOG_PACKETS": "true", "PALIMPSEST_MENTION_CACHE_EDGES": "0",
-           "PALIMPSEST_EMBEDDING_MODEL": "/models/e5", "PALIMPSEST_ALLOWED_LLM_MODELS": "gpt-4o-mini,openai/gpt-4o",
+           "PALIMPSEST_EMBEDDING_MODEL": "/models/e5", "PALIMPSEST_PACKET_LOG_MAX": "50",
+           "PALIMPSEST_PACKET_LOG_TTL_S": "3600", "PALIMPSEST_MAX_SUBSCRIPTIONS": "40",
+           "PALIMPSEST_MAX_SUBSCRIPTIONS_PER_KEY": "4", "PALIMPSEST_LOCAL_ALLOWED_HOSTS":
+               "Memory.LAN, devbox,[fe80::1]", "PALIMPSEST_ALLOWED_LLM_MODELS": "gpt-4o-mini,openai/gpt-4o",
            "PALIMPSEST_ALLOWED_RERANK_MODELS": "/models/ranker", "PALIMPSEST_ALLOWED_NLI_MODELS": "org/nli"}
     assert set(env) == set(Settings.variables())  # this test covers each of them
     s = Settings.from_env(env)
@@ -57,6 +63,9 @@ def test_every_variable_is_read_typed() -> None:
     assert (s.max_body_bytes, s.body_chunk_timeout_s, s.body_timeout_s) == (1000, 0.25, 2.0)
     assert (s.request_timeout_s, s.subscription_poll_s, s.log_packets) == (7.5, 0.1, True)
     assert (s.mention_cache_edges, s.embedding_model) == (0, "/models/e5")
+    assert s.packet_retention() == Retention(max_packets=50, ttl_s=3600.0)
+    assert (s.max_subscriptions, s.max_subscriptions_per_key) == (40, 4)
+    assert s.local_allowed_hosts == ("memory.lan", "devbox", "fe80::1")
     assert (s.allowed_llm_models, s.allowed_rerank_models, s.allowed_nli_models) == (
         ("gpt-4o-mini", "openai/gpt-4o"), ("/models/ranker",), ("org/nli",))
     assert "secret pw" not in repr(s) and digest.lower() not in repr(s)  # what could be a secret is not shown
@@ -87,6 +96,11 @@ def test_empty_is_unset_and_the_default_uri_follows_the_bolt_port() -> None:
     ("PALIMPSEST_MENTION_CACHE_EDGES", "1e6", "a whole number ≥ 0"),
     ("PALIMPSEST_LOG_PACKETS", "maybe", "1, true, yes or on"),
     ("PALIMPSEST_METRICS_KEY_SHA256", "abc", "64 hex characters"),
+    ("PALIMPSEST_PACKET_LOG_MAX", "0", "a whole number ≥ 1"),
+    ("PALIMPSEST_PACKET_LOG_TTL_S", "forever", "a positive number of seconds"),
+    ("PALIMPSEST_MAX_SUBSCRIPTIONS_PER_KEY", "-1", "a whole number ≥ 0"),
+    ("PALIMPSEST_LOCAL_ALLOWED_HOSTS", "memory.lan:8000", "host names separated by commas, without ports"),
+    ("PALIMPSEST_LOCAL_ALLOWED_HOSTS", "http://memory.lan", "host names separated by commas, without ports"),
 ])
 def test_a_bad_value_is_a_coded_error_naming_the_variable_and_what_it_takes(name: str, raw: str,
                                                                              allowed: str) -> None:

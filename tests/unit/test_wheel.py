@@ -9,6 +9,7 @@ editable install — so `from palimpsest import Memory` there can only come from
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -20,11 +21,23 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+# What the build reads: the project file, the README it embeds, the face with its links, the layers.
+SOURCES = ("pyproject.toml", "README.md", "palimpsest", "schema", "graph", "extraction", "api")
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Built from a copy (links kept as links), so the build's own folders never land in the checkout.
+    src = tmp_path_factory.mktemp("src")
+    for name in SOURCES:
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, src / name, symlinks=True,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(REPO / name, src / name)
     out = tmp_path_factory.mktemp("dist")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out),
-                    str(REPO)], check=True, capture_output=True, text=True)
+                    str(src)], check=True, capture_output=True, text=True)
     (built,) = out.glob("palimpsest-*.whl")
     return built
 
