@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from palimpsest.schema.errors import BadInputError
@@ -59,6 +59,11 @@ class AllowedModels:
     def from_settings(cls, settings: Settings) -> AllowedModels:
         return cls(llm=frozenset(settings.allowed_llm_models), rerank=frozenset(settings.allowed_rerank_models),
                    nli=frozenset(settings.allowed_nli_models))
+
+    def admitting(self, kind: Kind, *names: str | None) -> AllowedModels:
+        """These lists with `names` (None skipped) added to `kind`'s: what a run the operator starts with a
+        model on its own command line (a benchmark's `--llm-model`, `--rerank-model`) may call."""
+        return replace(self, **{kind: getattr(self, kind) | {n for n in names if n}})
 
     def allows(self, kind: Kind, name: str) -> bool:
         return name in getattr(self, kind)

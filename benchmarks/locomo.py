@@ -717,6 +717,8 @@ def run(argv: Sequence[str] | None = None, *, reader: ReaderOptions | None = Non
         modes |= {f"{name}{AT_RECALL_SUFFIX}": {**knobs, AT_RECALL: True} for name, knobs in list(modes.items())
                   if knobs.get("rerank") == "sentences"}
     rt = Runtime.from_env()
+    # Whoever runs the benchmark is the operator: the models on its command line are admitted.
+    rt.models = rt.models.admitting("llm", args.llm_model).admitting("rerank", args.rerank_model)
     info = rt.info()
     variants = list(dict.fromkeys(args.variants or [parse_variant(v) for v in DEFAULT_VARIANTS]))
     out_variants: dict[str, Any] = {}

@@ -192,6 +192,9 @@ def run_dataset(ds: Dataset, policies: dict[str, dict[str, Any]], *, keep: bool 
     from palimpsest.graph.recall import lucene_query
 
     rt = Runtime.from_env()
+    # Whoever runs the benchmark is the operator: the models on its command line are admitted.
+    rt.models = rt.models.admitting("llm", llm_model).admitting(
+        "rerank", *(str(knobs["rerank_model"]) for knobs in policies.values() if knobs.get("rerank_model")))
     ns = f"{prefix}-{ds.name.replace('+', '-')}-{uuid.uuid4().hex[:8]}"
     mem = Memory(rt, ns)
     try:

@@ -59,3 +59,11 @@ def test_the_worker_runs_unlisted_stages_offline() -> None:
     assert kept.version == "p" and len(notes) == 4
     assert AllowedModels(llm=frozenset({"m"}), nli=frozenset({policy.contradiction.nli_model})).for_worker(policy) \
         == (policy, [])
+
+
+def test_admitting_adds_names_of_one_kind_and_skips_none() -> None:
+    base = AllowedModels(llm=frozenset({"a"}))
+    wider = base.admitting("llm", "b", None).admitting("rerank", None)
+    assert wider.llm == {"a", "b"} and wider.rerank == frozenset() and wider.nli == frozenset()
+    assert base.llm == {"a"}  # the lists are values: admitting returns new ones
+    assert not wider.allows("rerank", "b")
