@@ -259,10 +259,12 @@ def test_neo4j_browser_style_is_served_for_remote_style_commands(client: TestCli
 
 
 def _plant_contradiction(runtime: Any, ns: str, a: str, b: str, revision: int) -> None:
-    """Write an edge the way the background worker does, to test the read side on its own."""
+    """Write an edge the way the background worker does, to test the read side on its own: in the
+    transaction that moves the Store's projections stamp, which is what subscribers watch."""
     runtime.driver.execute_query(
-        "MATCH (x:Claim {namespace: $ns, id: $a}), (y:Claim {namespace: $ns, id: $b}) "
-        "CREATE (x)-[:CONTRADICTS {score: 0.9, method: 'heuristic', detected_at: datetime(), revision: $rev}]->(y)",
+        "MATCH (x:Claim {namespace: $ns, id: $a}), (y:Claim {namespace: $ns, id: $b}), (s:Store {namespace: $ns}) "
+        "CREATE (x)-[:CONTRADICTS {score: 0.9, method: 'heuristic', detected_at: datetime(), revision: $rev}]->(y) "
+        "SET s.projections_at = datetime.transaction()",
         ns=ns, a=a, b=b, rev=revision)
 
 
