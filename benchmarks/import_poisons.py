@@ -9,7 +9,7 @@ last revision (tests/integration/test_export_import.py `_build`; `python -m benc
 --only import-poisoning` builds one too).
 
 Used by tests/integration/test_export_import.py and the `import-poisoning` scenario of
-benchmarks/reliability.py.
+benchmarks/reliability.py, which also share `Outage`, the database going away mid-import.
 """
 
 from __future__ import annotations
@@ -137,3 +137,25 @@ FORGED_WORDS = ("zebra", "quantum", "saxophone")
 FORGED_TERMS: Edit = _claim_edit(_props(terms=[*FORGED_WORDS, "~zebra"], names=["Zebra Quantum"]))
 
 __all__ = ["FORGED_TERMS", "FORGED_WORDS", "POISONS", "Edit", "dump", "edit", "first"]
+
+
+class Outage:
+    """A driver whose database goes away when told: from then on every session and query fails as the real
+    driver fails when the server is unreachable (ServiceUnavailable) — the import's own cleanup included."""
+
+    def __init__(self, driver: Any) -> None:
+        self.driver, self.down = driver, False
+
+    def _gone(self) -> None:
+        if self.down:
+            from neo4j.exceptions import ServiceUnavailable
+
+            raise ServiceUnavailable("Couldn't connect to the database (it went away)")
+
+    def session(self, **kwargs: Any) -> Any:
+        self._gone()
+        return self.driver.session(**kwargs)
+
+    def execute_query(self, *args: Any, **kwargs: Any) -> Any:
+        self._gone()
+        return self.driver.execute_query(*args, **kwargs)

@@ -365,28 +365,6 @@ _FORGED = "forged terms (accepted)"
 _OUTAGE = "outage between staging and switch-in, then retry"
 
 
-class _Outage:
-    """A driver whose database goes away when told: every session and query then fails as the real driver's
-    do when the server is unreachable — the interrupted import's own cleanup included."""
-
-    def __init__(self, driver: Any) -> None:
-        self.driver, self.down = driver, False
-
-    def _gone(self) -> None:
-        if self.down:
-            from neo4j.exceptions import ServiceUnavailable
-
-            raise ServiceUnavailable("the database went away")
-
-    def session(self, **kwargs: Any) -> Any:
-        self._gone()
-        return self.driver.session(**kwargs)
-
-    def execute_query(self, *args: Any, **kwargs: Any) -> Any:
-        self._gone()
-        return self.driver.execute_query(*args, **kwargs)
-
-
 def _poison_source(mem: Any) -> None:
     """What the poisons edit: keyed versions, a registered default policy, a retraction, an erasure."""
     mem.ingest("The payments API keeps its data on db-7.", "runbook", claim_key="payments.db")
@@ -401,7 +379,7 @@ def _poison_source(mem: Any) -> None:
 
 
 def scenario_import_poisoning(rt: Any, prefix: str, args: argparse.Namespace) -> dict[str, Any]:
-    from benchmarks.import_poisons import FORGED_TERMS, POISONS
+    from benchmarks.import_poisons import FORGED_TERMS, POISONS, Outage
     from palimpsest.api.memory import Memory
     from palimpsest.graph.lifecycle import importer
     from palimpsest.graph.lifecycle.maintenance import drop_namespace
@@ -444,7 +422,7 @@ def scenario_import_poisoning(rt: Any, prefix: str, args: argparse.Namespace) ->
     drop_namespace(rt.driver, forged_ns)
 
     outage_ns = f"{prefix}poison-outage-{uuid.uuid4().hex[:6]}"
-    outage = _Outage(rt.driver)
+    outage = Outage(rt.driver)
     finish = importer._Importer.finish
 
     def finish_then_outage(self: Any, last_line: int) -> None:

@@ -17,11 +17,10 @@ from typing import Any, cast
 
 import pytest
 from neo4j import Driver
-from neo4j.exceptions import ServiceUnavailable
 from typer.testing import CliRunner
 
 from benchmarks.export_import import content_view, reverse_ids, translate
-from benchmarks.import_poisons import FORGED_TERMS, FORGED_WORDS, POISONS
+from benchmarks.import_poisons import FORGED_TERMS, FORGED_WORDS, POISONS, Outage
 from palimpsest.api.cli import app
 from palimpsest.api.memory import Memory
 from palimpsest.graph.lifecycle import importer
@@ -330,26 +329,6 @@ def test_forged_terms_are_recomputed_from_the_content(source: list[str], runtime
         "The payments API moved its data to db-9."
 
 
-class _Outage:
-    """A driver whose database goes away when told: from then on every session and query fails as the real
-    driver fails when the server is unreachable (ServiceUnavailable) — the import's own cleanup included."""
-
-    def __init__(self, driver: Driver) -> None:
-        self.driver, self.down = driver, False
-
-    def _gone(self) -> None:
-        if self.down:
-            raise ServiceUnavailable("Couldn't connect to 127.0.0.1:7687 (the database went away)")
-
-    def session(self, **kwargs: Any) -> Any:
-        self._gone()
-        return self.driver.session(**kwargs)
-
-    def execute_query(self, *args: Any, **kwargs: Any) -> Any:
-        self._gone()
-        return self.driver.execute_query(*args, **kwargs)
-
-
 def test_an_import_cut_by_an_outage_is_retried_into_the_empty_namespace(
         source: list[str], runtime: Any, embedder: Any, namespace: str, driver: Driver,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -357,7 +336,7 @@ def test_an_import_cut_by_an_outage_is_retried_into_the_empty_namespace(
     switched in, the cleanup cannot run either, and the error says so. The retry clears the leftover
     staging and imports into the still-empty namespace."""
     lines = source
-    outage = _Outage(driver)
+    outage = Outage(driver)
     finish = importer._Importer.finish
 
     def finish_then_outage(self: Any, last_line: int) -> None:
