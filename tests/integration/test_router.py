@@ -84,7 +84,7 @@ def test_a_routed_recall_records_its_stages_and_replays(runtime: Any, namespace:
 
 
 def test_later_rounds_follow_round_one(runtime: Any, driver: Any, namespace: str) -> None:
-    memory = Memory(runtime, namespace)
+    memory = Memory(runtime, namespace, log_packets=True)  # the rounds are replayed below
     _seed(memory)
     memory.register_policy({"version": "routed", **PPR, "router": "rules"})
     # Read as one hop, but round 1's film passage names Ada Brennan, whom another claim is about (its

@@ -36,7 +36,7 @@ def _logged(driver: Any, namespace: str) -> int:
 def _reader(runtime: Any, namespace: str, *, log: bool, retention: Retention | None = None) -> Memory:
     verdict = {"thought": "Ada Brennan was born in Galway.", "answer": "Galway", "cited_ids": [],
                "not_in_memory": False}
-    rt = Runtime(runtime.settings, runtime.driver, runtime.embedder, runtime.schema_version,
+    rt = Runtime(runtime.settings, runtime.driver, runtime.embedder, runtime.schema_version, models=runtime.models,
                  reader=ReaderOptions(completion_kwargs={"mock_response": json.dumps(verdict)},
                                       max_calls_per_second=None))
     return Memory(rt, namespace, log_packets=log, packet_retention=retention)
